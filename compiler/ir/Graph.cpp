@@ -1,0 +1,249 @@
+//===- Graph.cpp ----------------------------------------------------------===//
+#include "compiler/ir/Graph.h"
+#include "llvm/ADT/DenseMap.h"
+#include <algorithm>
+
+namespace partita {
+
+bool Attribute::operator==(const Attribute &o) const {
+  if (kind != o.kind)
+    return false;
+  switch (kind) {
+  case Int: return i == o.i;
+  case Float: return f == o.f;
+  case String: return s == o.s;
+  case Ints: return ints == o.ints;
+  case Floats: return floats == o.floats;
+  case Strings: return strings == o.strings;
+  case TensorValue: return tensor.sameContent(o.tensor);
+  }
+  return false;
+}
+
+void Node::setInput(size_t i, Value *v) {
+  Value *old = inputs_[i];
+  if (old) {
+    auto it = std::find(old->users_.begin(), old->users_.end(), this);
+    if (it != old->users_.end())
+      old->users_.erase(it);
+  }
+  inputs_[i] = v;
+  if (v)
+    v->users_.push_back(this);
+}
+
+const Attribute *Node::attr(llvm::StringRef name) const {
+  auto it = attrs_.find(name.str());
+  return it == attrs_.end() ? nullptr : &it->second;
+}
+
+int64_t Node::intAttr(llvm::StringRef name, int64_t dflt) const {
+  const Attribute *a = attr(name);
+  return a && a->kind == Attribute::Int ? a->i : dflt;
+}
+
+double Node::floatAttr(llvm::StringRef name, double dflt) const {
+  const Attribute *a = attr(name);
+  return a && a->kind == Attribute::Float ? a->f : dflt;
+}
+
+std::string Node::stringAttr(llvm::StringRef name, llvm::StringRef dflt) const {
+  const Attribute *a = attr(name);
+  return a && a->kind == Attribute::String ? a->s : dflt.str();
+}
+
+std::vector<int64_t> Node::intsAttr(llvm::StringRef name) const {
+  const Attribute *a = attr(name);
+  return a && a->kind == Attribute::Ints ? a->ints : std::vector<int64_t>{};
+}
+
+std::string Node::describe(int64_t opset) const {
+  std::string who = name_.empty() ? (outputs_.empty() ? std::string("?") : "%" + outputs_[0]->name())
+                                  : name_;
+  return "'" + who + "' (" + qualifiedOp() +
+         (opset > 0 ? ", opset " + std::to_string(opset) : std::string()) + ")";
+}
+
+Value *Graph::newValue(llvm::StringRef base) {
+  values_.push_back(std::make_unique<Value>());
+  Value *v = values_.back().get();
+  v->name_ = uniqueName(base.empty() ? "v" : base);
+  byName_[v->name_] = v;
+  return v;
+}
+
+std::string Graph::uniqueName(llvm::StringRef base) {
+  if (!byName_.count(base))
+    return base.str();
+  for (;;) {
+    std::string candidate = (base + "_" + llvm::Twine(++nameCounter_)).str();
+    if (!byName_.count(candidate))
+      return candidate;
+  }
+}
+
+Value *Graph::addInput(const std::string &name, TensorType type) {
+  Value *v = newValue(name);
+  v->type_ = std::move(type);
+  inputs_.push_back(v);
+  return v;
+}
+
+Node *Graph::createNode(llvm::StringRef op, llvm::ArrayRef<Value *> inputs,
+                        llvm::ArrayRef<std::string> outputNames, llvm::StringRef domain,
+                        llvm::StringRef nodeName) {
+  nodes_.push_back(std::make_unique<Node>());
+  Node *n = nodes_.back().get();
+  n->op_ = op.str();
+  n->domain_ = domain.str();
+  n->name_ = nodeName.str();
+  for (Value *v : inputs) {
+    n->inputs_.push_back(v);
+    if (v)
+      v->users_.push_back(n);
+  }
+  for (size_t i = 0; i < outputNames.size(); ++i) {
+    Value *v = newValue(outputNames[i]);
+    v->def_ = n;
+    v->resultIndex_ = static_cast<unsigned>(i);
+    n->outputs_.push_back(v);
+  }
+  return n;
+}
+
+Value *Graph::createConstant(const Tensor &t, llvm::StringRef nameHint) {
+  Node *n = createNode("Constant", {}, {nameHint.str()});
+  n->setAttr("value", Attribute::ofTensor(t));
+  n->output()->type_ = t.type();
+  return n->output();
+}
+
+void Graph::eraseNode(Node *n) {
+  for (size_t i = 0; i < n->inputs_.size(); ++i)
+    if (n->inputs_[i])
+      n->setInput(i, nullptr);
+  for (Value *v : n->outputs_)
+    byName_.erase(v->name_);
+  n->erased_ = true;
+}
+
+bool Graph::isGraphOutput(const Value *v) const {
+  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
+}
+
+bool Graph::isGraphInput(const Value *v) const {
+  return std::find(inputs_.begin(), inputs_.end(), v) != inputs_.end();
+}
+
+void Graph::replaceAllUsesWith(Value *from, Value *to, bool takeName) {
+  bool rename = takeName && from != to && !isGraphInput(to) && !isGraphOutput(to);
+  if (rename) {
+    std::swap(from->name_, to->name_);
+    byName_[from->name_] = from;
+    byName_[to->name_] = to;
+  }
+  std::vector<Node *> users = from->users_;
+  for (Node *u : users)
+    for (size_t i = 0; i < u->inputs_.size(); ++i)
+      if (u->inputs_[i] == from)
+        u->setInput(i, to);
+  for (Value *&o : outputs_)
+    if (o == from)
+      o = to;
+}
+
+std::vector<Node *> Graph::nodes() const {
+  std::vector<Node *> out;
+  out.reserve(nodes_.size());
+  for (const auto &n : nodes_)
+    if (!n->erased_)
+      out.push_back(n.get());
+  return out;
+}
+
+size_t Graph::numNodes() const {
+  size_t n = 0;
+  for (const auto &node : nodes_)
+    n += !node->erased_;
+  return n;
+}
+
+llvm::Error Graph::sortTopologically() {
+  // Kahn's algorithm, stable: among ready nodes the earlier one goes first.
+  std::vector<std::unique_ptr<Node>> live;
+  for (auto &n : nodes_)
+    if (!n->erased_)
+      live.push_back(std::move(n));
+  llvm::DenseMap<Node *, size_t> index;
+  for (size_t i = 0; i < live.size(); ++i)
+    index[live[i].get()] = i;
+  std::vector<unsigned> pending(live.size(), 0);
+  std::vector<std::vector<size_t>> consumers(live.size());
+  for (size_t i = 0; i < live.size(); ++i)
+    for (Value *v : live[i]->inputs_)
+      if (v && v->def_) {
+        auto it = index.find(v->def_);
+        if (it == index.end())
+          continue;
+        ++pending[i];
+        consumers[it->second].push_back(i);
+      }
+  std::vector<size_t> order;
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < live.size(); ++i)
+    if (!pending[i])
+      ready.push_back(i);
+  std::make_heap(ready.begin(), ready.end(), std::greater<size_t>());
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), std::greater<size_t>());
+    size_t i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (size_t c : consumers[i])
+      if (--pending[c] == 0) {
+        ready.push_back(c);
+        std::push_heap(ready.begin(), ready.end(), std::greater<size_t>());
+      }
+  }
+  if (order.size() != live.size()) {
+    for (size_t i = 0; i < live.size(); ++i)
+      if (pending[i]) {
+        std::string who = live[i]->describe();
+        nodes_ = std::move(live);
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "graph has a cycle through node " + who);
+      }
+  }
+  nodes_.clear();
+  for (size_t i : order)
+    nodes_.push_back(std::move(live[i]));
+  return llvm::Error::success();
+}
+
+void Graph::setOrder(const std::vector<Node *> &order) {
+  llvm::DenseMap<Node *, size_t> rank;
+  for (size_t i = 0; i < order.size(); ++i)
+    rank[order[i]] = i;
+  std::vector<std::unique_ptr<Node>> live;
+  for (auto &n : nodes_)
+    if (!n->erased_)
+      live.push_back(std::move(n));
+  std::sort(live.begin(), live.end(), [&](const auto &a, const auto &b) {
+    return rank.lookup(a.get()) < rank.lookup(b.get());
+  });
+  nodes_ = std::move(live);
+}
+
+Value *Graph::findValue(llvm::StringRef name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : it->second;
+}
+
+const Tensor *constantValue(const Value *v) {
+  if (!v || !v->definingNode() || !v->definingNode()->is("Constant"))
+    return nullptr;
+  const Attribute *a = v->definingNode()->attr("value");
+  return a && a->kind == Attribute::TensorValue ? &a->tensor : nullptr;
+}
+
+} // namespace partita

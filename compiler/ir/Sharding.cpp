@@ -1,0 +1,120 @@
+//===- Sharding.cpp -------------------------------------------------------===//
+#include "compiler/ir/Sharding.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace partita {
+
+const MeshAxis *Mesh::find(llvm::StringRef name) const {
+  for (const auto &a : axes)
+    if (a.name == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t Mesh::numDevices() const {
+  int64_t n = 1;
+  for (const auto &a : axes)
+    n *= a.size;
+  return n;
+}
+
+std::string Mesh::str() const {
+  std::string s = "mesh<";
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += axes[i].name + "=" + std::to_string(axes[i].size);
+  }
+  return s + ">";
+}
+
+bool Mesh::operator==(const Mesh &o) const {
+  if (axes.size() != o.axes.size())
+    return false;
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].name != o.axes[i].name || axes[i].size != o.axes[i].size)
+      return false;
+  return true;
+}
+
+Sharding Sharding::replicated(size_t rank) {
+  Sharding s;
+  s.dims.resize(rank);
+  return s;
+}
+
+bool Sharding::isReplicated() const {
+  for (const auto &d : dims)
+    if (!d.empty())
+      return false;
+  return partial.empty();
+}
+
+std::string Sharding::str() const {
+  std::string s = "{";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i)
+      s += ",";
+    if (dims[i].empty()) {
+      s += "R";
+      continue;
+    }
+    s += "S(";
+    for (size_t j = 0; j < dims[i].size(); ++j)
+      s += (j ? "," : "") + dims[i][j];
+    s += ")";
+  }
+  s += "}";
+  if (!partial.empty()) {
+    s += " partial(";
+    for (size_t j = 0; j < partial.size(); ++j)
+      s += (j ? "," : "") + partial[j];
+    s += ")";
+  }
+  return s;
+}
+
+llvm::Error Sharding::verify(const Mesh &mesh, llvm::ArrayRef<int64_t> shape) const {
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  if (dims.size() != shape.size())
+    return fail("sharding " + str() + " has " + llvm::Twine(dims.size()) +
+                " dimensions but the value has rank " + llvm::Twine(shape.size()));
+  llvm::StringSet<> used;
+  auto use = [&](const std::string &axis) -> llvm::Error {
+    if (!mesh.find(axis))
+      return fail("sharding " + str() + " names axis '" + axis + "' which is not in " + mesh.str());
+    if (!used.insert(axis).second)
+      return fail("sharding " + str() + " uses axis '" + axis + "' more than once");
+    return llvm::Error::success();
+  };
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t parts = 1;
+    for (const auto &axis : dims[i]) {
+      if (auto err = use(axis))
+        return err;
+      parts *= mesh.find(axis)->size;
+    }
+    if (shape[i] >= 0 && shape[i] % parts != 0)
+      return fail("sharding " + str() + " splits dimension " + llvm::Twine(i) + " of size " +
+                  llvm::Twine(shape[i]) + " into " + llvm::Twine(parts) +
+                  " parts, which does not divide");
+  }
+  for (const auto &axis : partial)
+    if (auto err = use(axis))
+      return err;
+  return llvm::Error::success();
+}
+
+llvm::SmallVector<int64_t, 4> Sharding::localShape(const Mesh &mesh,
+                                                   llvm::ArrayRef<int64_t> shape) const {
+  llvm::SmallVector<int64_t, 4> local(shape.begin(), shape.end());
+  for (size_t i = 0; i < dims.size() && i < local.size(); ++i)
+    for (const auto &axis : dims[i])
+      if (const MeshAxis *a = mesh.find(axis))
+        local[i] /= a->size;
+  return local;
+}
+
+} // namespace partita

@@ -1,0 +1,52 @@
+//===- Sharding.h - device mesh and per-value sharding --------------------===//
+//
+// A Mesh names the axes of the device grid (`mesh<dp=2, tp=2>`). A Sharding
+// says, for each tensor dimension, which mesh axes split it (empty = R), and
+// over which axes the value is a partial sum still to be reduced. Shapes in the
+// IR stay global; local shapes are derived from the sharding.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <string>
+
+namespace partita {
+
+struct MeshAxis {
+  std::string name;
+  int64_t size = 1;
+};
+
+struct Mesh {
+  llvm::SmallVector<MeshAxis, 4> axes;
+
+  bool empty() const { return axes.empty(); }
+  const MeshAxis *find(llvm::StringRef name) const;
+  int64_t numDevices() const;
+  std::string str() const; // "mesh<dp=2, tp=2>"
+  bool operator==(const Mesh &o) const;
+};
+
+struct Sharding {
+  /// dims[i] lists the mesh axes splitting dimension i, major to minor.
+  llvm::SmallVector<llvm::SmallVector<std::string, 1>, 4> dims;
+  llvm::SmallVector<std::string, 1> partial;
+
+  static Sharding replicated(size_t rank);
+  bool isReplicated() const;
+  std::string str() const; // "{R,S(tp)} partial(dp)"
+  bool operator==(const Sharding &o) const {
+    return dims == o.dims && partial == o.partial;
+  }
+  bool operator!=(const Sharding &o) const { return !(*this == o); }
+
+  /// Checks the sharding against a mesh and a global shape: known axes, each
+  /// axis used once, split dimensions divisible by the product of their axes.
+  llvm::Error verify(const Mesh &mesh, llvm::ArrayRef<int64_t> shape) const;
+  /// Per-rank shape of a value with this sharding.
+  llvm::SmallVector<int64_t, 4> localShape(const Mesh &mesh, llvm::ArrayRef<int64_t> shape) const;
+};
+
+} // namespace partita

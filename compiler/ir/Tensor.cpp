@@ -1,0 +1,212 @@
+//===- Tensor.cpp ---------------------------------------------------------===//
+#include "compiler/ir/Tensor.h"
+#include "llvm/ADT/Hashing.h"
+#include <cmath>
+#include <cstring>
+
+namespace partita {
+
+int64_t numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d < 0 ? 0 : d;
+  return n;
+}
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ",";
+    s += shape[i] == kDynamicDim ? std::string("?") : std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+bool TensorType::isStatic() const {
+  if (!known)
+    return false;
+  for (int64_t d : shape)
+    if (d < 0)
+      return false;
+  return true;
+}
+
+std::string TensorType::str() const {
+  return dtypeName(dtype).str() + (known ? shapeString(shape) : std::string("[*]"));
+}
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<const std::vector<uint8_t>> bytes)
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(numElements(shape) * dtypeSize(dtype));
+  return Tensor(dtype, std::move(shape), std::move(bytes));
+}
+
+// IEEE half <-> float, round to nearest even.
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31)
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10)
+      return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+    ++half;
+  return static_cast<uint16_t>(half);
+}
+
+float bf16ToFloat(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+namespace {
+template <typename T> T load(const uint8_t *p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <typename T> void store(uint8_t *p, int64_t i, T v) {
+  std::memcpy(p + i * sizeof(T), &v, sizeof(T));
+}
+
+void storeDouble(DType t, uint8_t *p, int64_t i, double v) {
+  switch (t) {
+  case DType::F32: store<float>(p, i, static_cast<float>(v)); break;
+  case DType::F64: store<double>(p, i, v); break;
+  case DType::F16: store<uint16_t>(p, i, floatToHalf(static_cast<float>(v))); break;
+  case DType::BF16: store<uint16_t>(p, i, floatToBf16(static_cast<float>(v))); break;
+  case DType::I64: store<int64_t>(p, i, static_cast<int64_t>(v)); break;
+  case DType::I32: store<int32_t>(p, i, static_cast<int32_t>(v)); break;
+  case DType::I16: store<int16_t>(p, i, static_cast<int16_t>(v)); break;
+  case DType::I8: store<int8_t>(p, i, static_cast<int8_t>(v)); break;
+  case DType::U8: store<uint8_t>(p, i, static_cast<uint8_t>(v)); break;
+  case DType::U16: store<uint16_t>(p, i, static_cast<uint16_t>(v)); break;
+  case DType::Bool: store<uint8_t>(p, i, v != 0 ? 1 : 0); break;
+  }
+}
+
+void storeInt(DType t, uint8_t *p, int64_t i, int64_t v) {
+  if (t == DType::I64)
+    store<int64_t>(p, i, v);
+  else
+    storeDouble(t, p, i, static_cast<double>(v));
+}
+} // namespace
+
+Tensor Tensor::fromDoubles(DType dtype, Shape shape, llvm::ArrayRef<double> values) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * dtypeSize(dtype));
+  for (size_t i = 0; i < values.size(); ++i)
+    storeDouble(dtype, bytes->data(), static_cast<int64_t>(i), values[i]);
+  return Tensor(dtype, std::move(shape), std::move(bytes));
+}
+
+Tensor Tensor::fromInts(DType dtype, Shape shape, llvm::ArrayRef<int64_t> values) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * dtypeSize(dtype));
+  for (size_t i = 0; i < values.size(); ++i)
+    storeInt(dtype, bytes->data(), static_cast<int64_t>(i), values[i]);
+  return Tensor(dtype, std::move(shape), std::move(bytes));
+}
+
+double Tensor::at(int64_t i) const {
+  const uint8_t *p = data();
+  switch (dtype_) {
+  case DType::F32: return load<float>(p, i);
+  case DType::F64: return load<double>(p, i);
+  case DType::F16: return halfToFloat(load<uint16_t>(p, i));
+  case DType::BF16: return bf16ToFloat(load<uint16_t>(p, i));
+  case DType::I64: return static_cast<double>(load<int64_t>(p, i));
+  case DType::I32: return load<int32_t>(p, i);
+  case DType::I16: return load<int16_t>(p, i);
+  case DType::I8: return load<int8_t>(p, i);
+  case DType::U8: return load<uint8_t>(p, i);
+  case DType::U16: return load<uint16_t>(p, i);
+  case DType::Bool: return load<uint8_t>(p, i) ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+int64_t Tensor::intAt(int64_t i) const {
+  if (dtype_ == DType::I64)
+    return load<int64_t>(data(), i);
+  return static_cast<int64_t>(at(i));
+}
+
+std::vector<double> Tensor::toDoubles() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i)
+    out[i] = at(i);
+  return out;
+}
+
+std::vector<int64_t> Tensor::toInts() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i)
+    out[i] = intAt(i);
+  return out;
+}
+
+bool Tensor::sameContent(const Tensor &o) const {
+  return dtype_ == o.dtype_ && shape_ == o.shape_ && byteSize() == o.byteSize() &&
+         (byteSize() == 0 || std::memcmp(data(), o.data(), byteSize()) == 0);
+}
+
+size_t Tensor::hash() const {
+  return llvm::hash_combine(static_cast<int>(dtype_),
+                            llvm::hash_combine_range(shape_.begin(), shape_.end()),
+                            llvm::hash_combine_range(data(), data() + byteSize()));
+}
+
+} // namespace partita

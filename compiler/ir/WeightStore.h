@@ -1,0 +1,41 @@
+//===- WeightStore.h - weights held by reference --------------------------===//
+//
+// Initializers are not loaded at import. A WeightRef says where the bytes live
+// (an external data file and offset, or a buffer already owned in memory, as
+// for weights stored inside a small .onnx) and the bytes are read only when a
+// pass or the exporter asks for them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Tensor.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+#include <string>
+
+namespace partita {
+
+struct WeightRef {
+  TensorType type;
+  std::string file;     // external data file; empty when `inlineBytes` holds the data
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::shared_ptr<const std::vector<uint8_t>> inlineBytes;
+
+  bool hasData() const { return inlineBytes || !file.empty(); }
+};
+
+class WeightStore {
+public:
+  void add(const std::string &name, WeightRef ref) { refs_[name] = std::move(ref); }
+  const WeightRef *find(llvm::StringRef name) const;
+  /// Reads (or shares) the weight's bytes. Fails when the weight has no data
+  /// (e.g. a graph parsed from IR text) or its file cannot be read.
+  llvm::Expected<Tensor> load(llvm::StringRef name) const;
+  const llvm::StringMap<WeightRef> &all() const { return refs_; }
+
+private:
+  llvm::StringMap<WeightRef> refs_;
+};
+
+} // namespace partita

@@ -1,0 +1,213 @@
+//===- OnnxExport.cpp -----------------------------------------------------===//
+#include "compiler/onnx/OnnxExport.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "onnx/onnx_pb.h"
+#include <fstream>
+#include <set>
+
+namespace partita {
+
+namespace {
+
+llvm::Error fail(llvm::StringRef path, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + msg);
+}
+
+void setType(onnx::ValueInfoProto &vi, const Value *v) {
+  vi.set_name(v->name());
+  auto *tt = vi.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(dtypeToOnnx(v->type().dtype));
+  auto *shape = tt->mutable_shape();
+  for (int64_t d : v->type().shape)
+    shape->add_dim()->set_dim_value(d);
+}
+
+void fillTensor(onnx::TensorProto &t, const std::string &name, const Tensor &value) {
+  t.set_name(name);
+  t.set_data_type(dtypeToOnnx(value.dtype()));
+  for (int64_t d : value.shape())
+    t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char *>(value.data()), value.byteSize()));
+}
+
+void exportAttribute(onnx::AttributeProto &a, const std::string &name, const Attribute &attr) {
+  a.set_name(name);
+  switch (attr.kind) {
+  case Attribute::Int: a.set_type(onnx::AttributeProto::INT); a.set_i(attr.i); break;
+  case Attribute::Float: a.set_type(onnx::AttributeProto::FLOAT); a.set_f(static_cast<float>(attr.f)); break;
+  case Attribute::String: a.set_type(onnx::AttributeProto::STRING); a.set_s(attr.s); break;
+  case Attribute::Ints:
+    a.set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : attr.ints) a.add_ints(v);
+    break;
+  case Attribute::Floats:
+    a.set_type(onnx::AttributeProto::FLOATS);
+    for (double v : attr.floats) a.add_floats(static_cast<float>(v));
+    break;
+  case Attribute::Strings:
+    a.set_type(onnx::AttributeProto::STRINGS);
+    for (const auto &s : attr.strings) a.add_strings(s);
+    break;
+  case Attribute::TensorValue:
+    a.set_type(onnx::AttributeProto::TENSOR);
+    fillTensor(*a.mutable_t(), "", attr.tensor);
+    break;
+  }
+}
+
+// ---- model-local functions defining Partita's canonical ops ----------------
+struct FunctionBuilder {
+  onnx::FunctionProto &f;
+  int counter = 0;
+
+  std::string node(const std::string &op, std::vector<std::string> ins, std::string out = "") {
+    if (out.empty())
+      out = "t" + std::to_string(counter++);
+    auto *n = f.add_node();
+    n->set_op_type(op);
+    for (auto &i : ins)
+      n->add_input(i);
+    n->add_output(out);
+    return out;
+  }
+  /// A scalar constant cast to the input's element type.
+  std::string scalar(double v, const std::string &like) {
+    std::string c = "t" + std::to_string(counter++);
+    auto *n = f.add_node();
+    n->set_op_type("Constant");
+    n->add_output(c);
+    auto *a = n->add_attribute();
+    a->set_name("value_float");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(static_cast<float>(v));
+    return node("CastLike", {c, like});
+  }
+};
+
+void addFunction(onnx::ModelProto &m, const std::string &name, int64_t opset) {
+  auto *f = m.add_functions();
+  f->set_name(name);
+  f->set_domain("partita");
+  auto *imp = f->add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  FunctionBuilder b{*f};
+  if (name == "Linear") {
+    for (const char *i : {"X", "W", "B"})
+      f->add_input(i);
+    f->add_output("Y");
+    b.node("Add", {b.node("MatMul", {"X", "W"}), "B"}, "Y");
+  } else if (name == "Gelu") { // 0.5 x (1 + erf(x / sqrt 2))
+    f->add_input("X");
+    f->add_output("Y");
+    std::string e = b.node("Erf", {b.node("Div", {"X", b.scalar(1.4142135623730951, "X")})});
+    std::string h = b.node("Mul", {"X", b.node("Add", {e, b.scalar(1.0, "X")})});
+    b.node("Mul", {h, b.scalar(0.5, "X")}, "Y");
+  } else if (name == "FastGelu") { // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    f->add_input("X");
+    f->add_output("Y");
+    std::string x3 = b.node("Mul", {"X", b.node("Mul", {"X", "X"})});
+    std::string inner = b.node("Add", {"X", b.node("Mul", {x3, b.scalar(0.044715, "X")})});
+    std::string t = b.node("Tanh", {b.node("Mul", {inner, b.scalar(0.7978845608028654, "X")})});
+    std::string h = b.node("Mul", {"X", b.node("Add", {t, b.scalar(1.0, "X")})});
+    b.node("Mul", {h, b.scalar(0.5, "X")}, "Y");
+  }
+}
+
+} // namespace
+
+llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions &opts) {
+  onnx::ModelProto m;
+  m.set_ir_version(8); // model-local functions need IR version 8
+  m.set_producer_name("partita");
+  int64_t opset = g.opset;
+  std::set<std::string> partitaOps;
+  for (const Node *n : g.nodes()) {
+    if (n->is("LayerNormalization"))
+      opset = std::max<int64_t>(opset, 17);
+    // CastLike (opset 15) is used inside the function bodies.
+    if (n->domain() == "partita") {
+      partitaOps.insert(n->op());
+      opset = std::max<int64_t>(opset, 15);
+    }
+  }
+  auto *imp = m.add_opset_import();
+  imp->set_domain("");
+  imp->set_version(opset);
+  if (!partitaOps.empty()) {
+    auto *p = m.add_opset_import();
+    p->set_domain("partita");
+    p->set_version(1);
+    for (const auto &op : partitaOps) {
+      if (op != "Linear" && op != "Gelu" && op != "FastGelu")
+        return fail(path, "partita." + op + " has no ONNX definition to export");
+      addFunction(m, op, opset);
+    }
+  }
+  onnx::GraphProto &graph = *m.mutable_graph();
+  graph.set_name(g.name);
+  for (const Value *in : g.inputs())
+    setType(*graph.add_input(), in);
+  for (const Value *out : g.outputs())
+    setType(*graph.add_output(), out);
+
+  std::unique_ptr<llvm::raw_fd_ostream> dataOut;
+  uint64_t dataOffset = 0;
+  if (!opts.externalDataFile.empty()) {
+    llvm::SmallString<256> dataPath(llvm::sys::path::parent_path(path));
+    llvm::sys::path::append(dataPath, opts.externalDataFile);
+    std::error_code ec;
+    dataOut = std::make_unique<llvm::raw_fd_ostream>(dataPath, ec);
+    if (ec)
+      return fail(dataPath, "cannot write: " + ec.message());
+  }
+
+  for (const Node *n : g.nodes()) {
+    if (n->is("Weight")) {
+      std::string wname = n->stringAttr("name", "");
+      auto value = g.weights.load(wname);
+      if (!value)
+        return fail(path, llvm::toString(value.takeError()));
+      onnx::TensorProto &t = *graph.add_initializer();
+      if (dataOut) {
+        t.set_name(n->output()->name());
+        t.set_data_type(dtypeToOnnx(value->dtype()));
+        for (int64_t d : value->shape())
+          t.add_dims(d);
+        t.set_data_location(onnx::TensorProto::EXTERNAL);
+        auto kv = [&](const char *k, const std::string &v) {
+          auto *e = t.add_external_data();
+          e->set_key(k);
+          e->set_value(v);
+        };
+        kv("location", opts.externalDataFile);
+        kv("offset", std::to_string(dataOffset));
+        kv("length", std::to_string(value->byteSize()));
+        dataOut->write(reinterpret_cast<const char *>(value->data()), value->byteSize());
+        dataOffset += value->byteSize();
+      } else {
+        fillTensor(t, n->output()->name(), *value);
+      }
+      continue;
+    }
+    onnx::NodeProto &np = *graph.add_node();
+    np.set_op_type(n->op());
+    np.set_domain(n->domain());
+    if (!n->name().empty())
+      np.set_name(n->name());
+    for (const Value *in : n->inputs())
+      np.add_input(in ? in->name() : std::string());
+    for (const Value *out : n->outputs())
+      np.add_output(out->name());
+    for (const auto &[name, attr] : n->attrs())
+      exportAttribute(*np.add_attribute(), name, attr);
+  }
+  std::ofstream out(path.str(), std::ios::binary);
+  if (!out || !m.SerializeToOstream(&out))
+    return fail(path, "cannot write the model");
+  return llvm::Error::success();
+}
+
+} // namespace partita

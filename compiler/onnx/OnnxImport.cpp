@@ -1,0 +1,366 @@
+//===- OnnxImport.cpp -----------------------------------------------------===//
+#include "compiler/onnx/OnnxImport.h"
+#include "compiler/ops/ConstantEvaluator.h"
+#include "compiler/ops/OpRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "onnx/defs/parser.h"
+#include "onnx/onnx_pb.h"
+#include <google/protobuf/io/coded_stream.h>
+
+namespace partita {
+
+namespace {
+
+constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
+
+class Importer {
+public:
+  Importer(llvm::StringRef path, const ImportOptions &opts) : path_(path.str()), opts_(opts) {}
+
+  llvm::Expected<std::unique_ptr<Graph>> run() {
+    onnx::ModelProto model;
+    if (auto err = readModel(model))
+      return std::move(err);
+    g_ = std::make_unique<Graph>();
+    if (auto err = importModel(model))
+      return std::move(err);
+    return std::move(g_);
+  }
+
+private:
+  std::string path_;
+  const ImportOptions &opts_;
+  std::unique_ptr<Graph> g_;
+  llvm::StringMap<Value *> scope_;
+
+  llvm::Error fail(const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), path_ + ": " + msg);
+  }
+  llvm::Error failAt(const onnx::NodeProto &n, const llvm::Twine &msg) {
+    std::string who = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
+    return fail("node '" + who + "' (" + n.op_type() + ", opset " + llvm::Twine(g_->opset) + "): " + msg);
+  }
+
+  llvm::Error readModel(onnx::ModelProto &model) {
+    auto buf = llvm::MemoryBuffer::getFile(path_, /*IsText=*/false, /*RequiresNullTerminator=*/true);
+    if (!buf)
+      return fail("cannot read file: " + buf.getError().message());
+    llvm::StringRef data = (*buf)->getBuffer();
+    if (data.ltrim().startswith("<")) {
+      onnx::OnnxParser parser(data.data());
+      auto status = parser.Parse(model);
+      if (!status.IsOK())
+        return fail("ONNX text syntax error: " + status.ErrorMessage());
+      return llvm::Error::success();
+    }
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>(data.data()),
+                                              static_cast<int>(data.size()));
+    in.SetTotalBytesLimit(INT32_MAX);
+    if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+      return fail("not a valid ONNX model (malformed or truncated protobuf)");
+    if (!model.has_graph())
+      return fail("not a valid ONNX model (no graph)");
+    return llvm::Error::success();
+  }
+
+  llvm::Error importModel(const onnx::ModelProto &model) {
+    int64_t opset = -1;
+    for (const auto &imp : model.opset_import())
+      if (imp.domain().empty() || imp.domain() == "ai.onnx")
+        opset = imp.version();
+    if (opset < 0)
+      return fail("model imports no ai.onnx opset");
+    if (opset < kMinOpset || opset > kMaxOpset)
+      return fail("opset " + llvm::Twine(opset) + " is not supported (Partita reads opsets " +
+                  llvm::Twine(kMinOpset) + "-" + llvm::Twine(kMaxOpset) + ")");
+    g_->opset = opset;
+    const onnx::GraphProto &graph = model.graph();
+    g_->name = graph.name().empty() ? "main" : graph.name();
+
+    llvm::StringMap<const onnx::TensorProto *> inits;
+    for (const auto &t : graph.initializer())
+      inits[t.name()] = &t;
+    for (const auto &in : graph.input())
+      if (!inits.count(in.name()))
+        if (auto err = importInput(in))
+          return err;
+    for (const auto &t : graph.initializer())
+      if (auto err = importInitializer(t))
+        return err;
+    for (const auto &n : graph.node())
+      if (auto err = importNode(n))
+        return err;
+    for (const auto &out : graph.output()) {
+      Value *v = scope_.lookup(out.name());
+      if (!v)
+        return fail("graph output '" + out.name() + "' is not produced by any node");
+      g_->outputs().push_back(v);
+    }
+    if (auto err = g_->sortTopologically())
+      return fail(llvm::toString(std::move(err)));
+    if (auto err = inferGraph(*g_))
+      return fail(llvm::toString(std::move(err)));
+    return llvm::Error::success();
+  }
+
+  llvm::Error importInput(const onnx::ValueInfoProto &in) {
+    if (!in.type().has_tensor_type())
+      return fail("input '" + in.name() + "' is not a tensor");
+    const auto &tt = in.type().tensor_type();
+    auto dtype = dtypeFromOnnx(tt.elem_type());
+    if (!dtype)
+      return fail("input '" + in.name() + "' has unsupported element type " + llvm::Twine(tt.elem_type()));
+    TensorType type{*dtype, {}, true};
+    auto fixed = opts_.inputShapes.find(in.name());
+    if (fixed != opts_.inputShapes.end()) {
+      type.shape = fixed->second;
+      if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(type.shape.size()))
+        return fail("--input-shape " + in.name() + " gives rank " + llvm::Twine(type.shape.size()) +
+                    " but the model declares rank " + llvm::Twine(tt.shape().dim_size()));
+      for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i)
+        if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != type.shape[i])
+          return fail("--input-shape " + in.name() + " sets dimension " + llvm::Twine(i) + " to " +
+                      llvm::Twine(type.shape[i]) + " but the model fixes it to " +
+                      llvm::Twine(tt.shape().dim(i).dim_value()));
+    } else {
+      if (!tt.has_shape())
+        return fail("input '" + in.name() + "' has no shape; give it with --input-shape " + in.name() + "=...");
+      for (const auto &d : tt.shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() <= 0)
+          return fail("input '" + in.name() + "' has dynamic dimension '" +
+                      (d.dim_param().empty() ? std::string("?") : d.dim_param()) +
+                      "'; fix it with --input-shape " + in.name() + "=DxD...");
+        type.shape.push_back(d.dim_value());
+      }
+    }
+    scope_[in.name()] = g_->addInput(in.name(), type);
+    return llvm::Error::success();
+  }
+
+  /// Bytes of a TensorProto's inline data (raw_data or typed fields).
+  llvm::Expected<std::shared_ptr<const std::vector<uint8_t>>> inlineBytes(const onnx::TensorProto &t,
+                                                                        DType dtype, int64_t numel) {
+    size_t expected = static_cast<size_t>(numel) * dtypeSize(dtype);
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    if (t.has_raw_data()) {
+      bytes->assign(t.raw_data().begin(), t.raw_data().end());
+    } else {
+      Tensor tmp;
+      if (t.float_data_size())
+        tmp = Tensor::fromDoubles(dtype, {}, std::vector<double>(t.float_data().begin(), t.float_data().end()));
+      else if (t.double_data_size())
+        tmp = Tensor::fromDoubles(dtype, {}, std::vector<double>(t.double_data().begin(), t.double_data().end()));
+      else if (t.int64_data_size())
+        tmp = Tensor::fromInts(dtype, {}, std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end()));
+      else if (t.int32_data_size() && (dtype == DType::F16 || dtype == DType::BF16)) {
+        // 16-bit floats are stored as their bit patterns in int32_data.
+        for (int32_t bitsVal : t.int32_data()) {
+          bytes->push_back(static_cast<uint8_t>(bitsVal & 0xff));
+          bytes->push_back(static_cast<uint8_t>((bitsVal >> 8) & 0xff));
+        }
+      } else if (t.int32_data_size())
+        tmp = Tensor::fromInts(dtype, {}, std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end()));
+      if (tmp.data())
+        bytes->assign(tmp.data(), tmp.data() + tmp.byteSize());
+    }
+    if (bytes->size() != expected)
+      return fail("initializer '" + t.name() + "' holds " + llvm::Twine(bytes->size()) +
+                  " bytes, its type needs " + llvm::Twine(expected));
+    return std::shared_ptr<const std::vector<uint8_t>>(std::move(bytes));
+  }
+
+  llvm::Expected<WeightRef> externalRef(const onnx::TensorProto &t, size_t expected) {
+    WeightRef ref;
+    std::string location;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        ref.offset = std::stoull(kv.value());
+      else if (kv.key() == "length")
+        ref.length = std::stoull(kv.value());
+    }
+    if (location.empty())
+      return fail("initializer '" + t.name() + "' has external data without a location");
+    if (llvm::sys::path::is_absolute(location) || llvm::StringRef(location).contains(".."))
+      return fail("initializer '" + t.name() + "' has external data outside the model folder: " + location);
+    llvm::SmallString<256> file(llvm::sys::path::parent_path(path_));
+    llvm::sys::path::append(file, location);
+    if (!ref.length)
+      ref.length = expected;
+    if (ref.length != expected)
+      return fail("initializer '" + t.name() + "' external length " + llvm::Twine(ref.length) +
+                  " differs from its type's " + llvm::Twine(expected) + " bytes");
+    uint64_t size = 0;
+    if (llvm::sys::fs::file_size(file, size))
+      return fail("initializer '" + t.name() + "': missing external data file '" + file + "'");
+    if (ref.offset + ref.length > size)
+      return fail("initializer '" + t.name() + "': external data file '" + file + "' is truncated (" +
+                  llvm::Twine(size) + " bytes, needs " + llvm::Twine(ref.offset + ref.length) + ")");
+    ref.file = file.str().str();
+    return ref;
+  }
+
+  llvm::Error importInitializer(const onnx::TensorProto &t) {
+    auto dtype = dtypeFromOnnx(t.data_type());
+    if (!dtype)
+      return fail("initializer '" + t.name() + "' has unsupported element type " + llvm::Twine(t.data_type()));
+    Shape shape(t.dims().begin(), t.dims().end());
+    TensorType type{*dtype, shape, true};
+    bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+    size_t expected = static_cast<size_t>(type.numel()) * dtypeSize(*dtype);
+    // Small integer tensors and scalars are constants (shape operands, scales);
+    // everything else is a weight, held by reference.
+    bool isConstant = !external && (shape.empty() || (!isFloat(*dtype) && type.numel() <= 1024));
+    if (isConstant) {
+      auto bytes = inlineBytes(t, *dtype, type.numel());
+      if (!bytes)
+        return bytes.takeError();
+      scope_[t.name()] = g_->createConstant(Tensor(*dtype, shape, *bytes), t.name());
+      return llvm::Error::success();
+    }
+    WeightRef ref;
+    if (external) {
+      auto ext = externalRef(t, expected);
+      if (!ext)
+        return ext.takeError();
+      ref = *ext;
+    } else {
+      auto bytes = inlineBytes(t, *dtype, type.numel());
+      if (!bytes)
+        return bytes.takeError();
+      ref.inlineBytes = *bytes;
+      ref.length = expected;
+    }
+    ref.type = type;
+    g_->weights.add(t.name(), ref);
+    Node *n = g_->createNode("Weight", {}, {t.name()});
+    n->setAttr("name", Attribute::ofString(t.name()));
+    n->output()->type() = type;
+    scope_[t.name()] = n->output();
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<Attribute> importAttribute(const onnx::NodeProto &n, const onnx::AttributeProto &a) {
+    switch (a.type()) {
+    case onnx::AttributeProto::INT: return Attribute::ofInt(a.i());
+    case onnx::AttributeProto::FLOAT: return Attribute::ofFloat(a.f());
+    case onnx::AttributeProto::STRING: return Attribute::ofString(a.s());
+    case onnx::AttributeProto::INTS: return Attribute::ofInts({a.ints().begin(), a.ints().end()});
+    case onnx::AttributeProto::FLOATS: return Attribute::ofFloats({a.floats().begin(), a.floats().end()});
+    case onnx::AttributeProto::STRINGS: {
+      Attribute r;
+      r.kind = Attribute::Strings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      return r;
+    }
+    case onnx::AttributeProto::TENSOR: {
+      const auto &t = a.t();
+      auto dtype = dtypeFromOnnx(t.data_type());
+      if (!dtype)
+        return failAt(n, "attribute '" + a.name() + "' has unsupported element type");
+      if (t.data_location() == onnx::TensorProto::EXTERNAL)
+        return failAt(n, "attribute '" + a.name() + "' uses external data, which is not supported");
+      Shape shape(t.dims().begin(), t.dims().end());
+      auto bytes = inlineBytes(t, *dtype, numElements(shape));
+      if (!bytes)
+        return bytes.takeError();
+      return Attribute::ofTensor(Tensor(*dtype, shape, *bytes));
+    }
+    default:
+      return failAt(n, "attribute '" + a.name() + "' has a kind Partita does not support (graph/sparse)");
+    }
+  }
+
+  llvm::Error importNode(const onnx::NodeProto &np) {
+    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    std::string qualified = domain.empty() ? np.op_type() : domain + "." + np.op_type();
+    if (!OpRegistry::get().find(qualified) || np.op_type() == "Weight")
+      return failAt(np, "operator is not supported by Partita");
+    std::vector<Value *> inputs;
+    for (const auto &name : np.input()) {
+      if (name.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      Value *v = scope_.lookup(name);
+      if (!v)
+        return failAt(np, "input '" + name + "' is not defined by any earlier node, input or initializer");
+      inputs.push_back(v);
+    }
+    // Trailing omitted optional inputs carry no meaning.
+    while (!inputs.empty() && !inputs.back())
+      inputs.pop_back();
+    std::vector<std::string> outs;
+    for (const auto &o : np.output())
+      outs.push_back(o.empty() ? "unused" : o);
+    Node *n = g_->createNode(np.op_type(), inputs, outs, domain, np.name());
+    for (const auto &a : np.attribute()) {
+      auto attr = importAttribute(np, a);
+      if (!attr)
+        return attr.takeError();
+      n->setAttr(a.name(), *attr);
+    }
+    if (n->is("Constant") && (!n->hasAttr("value") || n->attrs().size() != 1)) {
+      if (auto err = normalizeConstant(np, *n))
+        return err;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (n->output(i)->name() != outs[i] && !np.output(i).empty())
+        return failAt(np, "output '" + outs[i] + "' is defined twice");
+      if (!np.output(i).empty())
+        scope_[outs[i]] = n->output(i);
+    }
+    return llvm::Error::success();
+  }
+
+  /// Constant's value_float/value_int/value_ints/value_floats → value tensor.
+  llvm::Error normalizeConstant(const onnx::NodeProto &np, Node &n) {
+    Tensor t;
+    if (const Attribute *a = n.attr("value_float"))
+      t = Tensor::fromDoubles(DType::F32, {}, {a->f});
+    else if (const Attribute *a = n.attr("value_int"))
+      t = Tensor::fromInts(DType::I64, {}, {a->i});
+    else if (const Attribute *a = n.attr("value_floats"))
+      t = Tensor::fromDoubles(DType::F32, {static_cast<int64_t>(a->floats.size())}, a->floats);
+    else if (const Attribute *a = n.attr("value_ints"))
+      t = Tensor::fromInts(DType::I64, {static_cast<int64_t>(a->ints.size())}, a->ints);
+    else
+      return failAt(np, "Constant without a supported value attribute");
+    for (const char *k : {"value_float", "value_int", "value_floats", "value_ints"})
+      n.removeAttr(k);
+    n.setAttr("value", Attribute::ofTensor(t));
+    return llvm::Error::success();
+  }
+};
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Graph>> importOnnx(llvm::StringRef path, const ImportOptions &opts) {
+  return Importer(path, opts).run();
+}
+
+llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &opts) {
+  auto [name, dims] = spec.split('=');
+  auto fail = [&]() {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--input-shape '" + spec + "': expected NAME=D1xD2x... with positive sizes");
+  };
+  if (name.empty() || dims.empty())
+    return fail();
+  Shape shape;
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  dims.split(parts, 'x');
+  for (auto p : parts) {
+    int64_t d;
+    if (p.getAsInteger(10, d) || d <= 0)
+      return fail();
+    shape.push_back(d);
+  }
+  opts.inputShapes[name] = shape;
+  return llvm::Error::success();
+}
+
+} // namespace partita

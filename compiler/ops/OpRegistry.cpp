@@ -1,0 +1,84 @@
+//===- OpRegistry.cpp -----------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
+#include <algorithm>
+
+namespace partita {
+
+llvm::Error InferContext::error(const llvm::Twine &msg) const {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "node " + node.describe(opset) + ": " + msg);
+}
+
+const OpRegistry &OpRegistry::get() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    registerElementwiseOps(r);
+    registerShapeOps(r);
+    registerReductionOps(r);
+    registerNNOps(r);
+    return r;
+  }();
+  return registry;
+}
+
+const OpInfo *OpRegistry::find(llvm::StringRef qualifiedOp) const {
+  auto it = ops_.find(qualifiedOp);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto &e : ops_)
+    out.push_back(e.getKey().str());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return -1;
+  return axis < 0 ? axis + rank : axis;
+}
+
+llvm::Error inferNode(Node &n, int64_t opset,
+                      const std::function<const Tensor *(const Value *)> &knownValue) {
+  const OpInfo *info = OpRegistry::get().find(n.qualifiedOp());
+  InferContext ctx{n, {}, {}, opset};
+  if (!info)
+    return ctx.error("operator is not supported by Partita");
+  int count = static_cast<int>(n.numInputs());
+  if (count < info->minInputs || (info->maxInputs >= 0 && count > info->maxInputs))
+    return ctx.error("expects " + llvm::Twine(info->minInputs) +
+                     (info->maxInputs == info->minInputs
+                          ? llvm::Twine("")
+                          : (info->maxInputs < 0 ? llvm::Twine(" or more")
+                                                 : " to " + llvm::Twine(info->maxInputs))) +
+                     (info->maxInputs == 1 ? " input" : " inputs") + ", got " + llvm::Twine(count));
+  for (Value *v : n.inputs()) {
+    if (v && !v->type().known)
+      return ctx.error("input %" + v->name() + " has no inferred type");
+    ctx.types.push_back(v ? &v->type() : nullptr);
+    ctx.values.push_back(v ? knownValue(v) : nullptr);
+  }
+  std::vector<TensorType> outs;
+  if (auto err = info->infer(ctx, outs))
+    return err;
+  if (outs.size() < n.numOutputs())
+    return ctx.error("produces " + llvm::Twine(outs.size()) + " results, the node has " +
+                     llvm::Twine(n.numOutputs()));
+  for (size_t i = 0; i < n.numOutputs(); ++i) {
+    outs[i].known = true;
+    n.output(i)->type() = outs[i];
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<Tensor>> evaluateNode(const Node &n, llvm::ArrayRef<Tensor> inputs) {
+  const OpInfo *info = OpRegistry::get().find(n.qualifiedOp());
+  if (!info || !info->eval)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "node " + n.describe() + ": cannot be evaluated at compile time");
+  return info->eval(n, inputs);
+}
+
+} // namespace partita

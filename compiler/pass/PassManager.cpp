@@ -1,0 +1,84 @@
+//===- PassManager.cpp ----------------------------------------------------===//
+#include "compiler/pass/PassManager.h"
+#include "compiler/ir/Verifier.h"
+
+namespace partita {
+
+llvm::Error Pass::setOption(llvm::StringRef key, llvm::StringRef) {
+  return passError(name(), "unknown option '" + key + "'");
+}
+
+llvm::Error passError(llvm::StringRef pass, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), pass + ": " + msg);
+}
+
+PassRegistry &PassRegistry::get() {
+  static PassRegistry registry;
+  return registry;
+}
+
+const PassInfo *PassRegistry::find(llvm::StringRef name) const {
+  for (const auto &p : passes_)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+llvm::Error PassManager::addPipeline(llvm::StringRef pipeline) {
+  while (!pipeline.empty()) {
+    size_t end = 0;
+    int depth = 0;
+    for (; end < pipeline.size(); ++end) {
+      char c = pipeline[end];
+      if (c == '{')
+        ++depth;
+      else if (c == '}')
+        --depth;
+      else if (c == ',' && depth == 0)
+        break;
+    }
+    llvm::StringRef item = pipeline.take_front(end).trim();
+    pipeline = pipeline.drop_front(std::min(end + 1, pipeline.size()));
+    if (item.empty())
+      continue;
+    auto [name, rest] = item.split('{');
+    const PassInfo *info = PassRegistry::get().find(name.trim());
+    if (!info)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "unknown pass '" + name.trim() + "' (see --list-passes)");
+    auto pass = info->create();
+    if (!rest.empty()) {
+      if (!rest.endswith("}"))
+        return passError(info->name, "unterminated option list in '" + item + "'");
+      llvm::SmallVector<llvm::StringRef, 4> opts;
+      rest.drop_back().split(opts, ',', -1, false);
+      for (auto opt : opts) {
+        auto [k, v] = opt.split('=');
+        if (auto err = pass->setOption(k.trim(), v.trim()))
+          return err;
+      }
+    }
+    add(std::move(pass));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PassManager::run(Graph &g) {
+#ifndef NDEBUG
+  const bool verify = true;
+#else
+  const bool verify = verifyEach;
+#endif
+  for (auto &p : passes_) {
+    if (auto err = p->run(g))
+      return err;
+    if (auto err = g.sortTopologically())
+      return passError(p->name(), llvm::toString(std::move(err)));
+    if (verify)
+      if (auto err = verifyGraph(g))
+        return passError(p->name(), "left an invalid graph: " + llvm::toString(std::move(err)));
+  }
+  return llvm::Error::success();
+}
+
+} // namespace partita

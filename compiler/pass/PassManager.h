@@ -1,0 +1,64 @@
+//===- PassManager.h - passes, their registry and the pipeline runner -----===//
+//
+// A pass has a command-line name, a one-line summary, a description of what it
+// expects and guarantees (shown by `partita-opt --list-passes`), and typed
+// options set from `name{key=value,...}` in a pipeline string.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include "llvm/Support/Error.h"
+#include <functional>
+#include <memory>
+
+namespace partita {
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual llvm::StringRef name() const = 0;
+  virtual llvm::Error run(Graph &g) = 0;
+  /// Sets option `key`; the default rejects every option.
+  virtual llvm::Error setOption(llvm::StringRef key, llvm::StringRef value);
+};
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  std::string description;
+  std::string options; // "name=type (default): meaning" lines, for --list-passes
+  std::function<std::unique_ptr<Pass>()> create;
+};
+
+class PassRegistry {
+public:
+  static PassRegistry &get();
+  void add(PassInfo info) { passes_.push_back(std::move(info)); }
+  const PassInfo *find(llvm::StringRef name) const;
+  const std::vector<PassInfo> &all() const { return passes_; }
+
+private:
+  std::vector<PassInfo> passes_;
+};
+
+/// Registers every pass in passes/ (one list, in PassRegistry.cpp).
+void registerAllPasses();
+
+class PassManager {
+public:
+  /// Runs the verifier after each pass (always in debug builds).
+  bool verifyEach = false;
+
+  void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
+  /// Parses "a,b{opt=1},c" using the registry.
+  llvm::Error addPipeline(llvm::StringRef pipeline);
+  llvm::Error run(Graph &g);
+
+private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+/// Error helper for passes: "pass-name: node 'x' (Op): msg".
+llvm::Error passError(llvm::StringRef pass, const llvm::Twine &msg);
+
+} // namespace partita

@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""Builds small transformers in PyTorch and exports them with torch.onnx.export.
+
+Run with Debian's Python (it has python3-torch and python3-onnx):
+
+    /usr/bin/python3 models/export_models.py            # writes models/fixtures/
+
+Each fixture NAME.onnx comes with NAME.inputs.npz-like files: NAME.in.<input>.npy and
+NAME.ref.<output>.npy (PyTorch's outputs for those inputs) and an entry in
+fixtures/manifest.json. Weights are seeded, so a rerun reproduces the files.
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "fixtures")
+VOCAB, D, HEADS, LAYERS, SEQ, BATCH = 64, 32, 4, 2, 16, 2
+
+
+class NewGELU(nn.Module):
+    """GPT-2's tanh GELU, written out as in its reference code."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm written out, as many model zoos do (exports decomposed at any opset)."""
+
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d) + 0.1 * torch.randn(d))
+        self.bias = nn.Parameter(0.1 * torch.randn(d))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = (x - mean).pow(2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, fused_qkv, gelu):
+        super().__init__()
+        self.fused = fused_qkv
+        self.ln_1 = nn.LayerNorm(D)
+        if fused_qkv:
+            self.c_attn = nn.Linear(D, 3 * D)
+        else:
+            self.q, self.k, self.v = nn.Linear(D, D), nn.Linear(D, D), nn.Linear(D, D)
+        self.c_proj = nn.Linear(D, D)
+        self.ln_2 = LayerNorm(D) if not fused_qkv else nn.LayerNorm(D)
+        self.fc = nn.Linear(D, 4 * D)
+        self.act = gelu
+        self.proj = nn.Linear(4 * D, D)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h = self.ln_1(x)
+        if self.fused:
+            q, k, v = self.c_attn(h).split(D, dim=2)
+        else:
+            q, k, v = self.q(h), self.k(h), self.v(h)
+        q = q.view(b, t, HEADS, D // HEADS).transpose(1, 2)
+        k = k.view(b, t, HEADS, D // HEADS).transpose(1, 2)
+        v = v.view(b, t, HEADS, D // HEADS).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // HEADS))
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
+        att = att.masked_fill(~mask, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, D)
+        x = x + self.c_proj(y)
+        return x + self.proj(self.act(self.fc(self.ln_2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, fused_qkv, tied):
+        super().__init__()
+        gelu = NewGELU() if fused_qkv else nn.GELU()
+        self.wte = nn.Embedding(VOCAB, D)
+        self.wpe = nn.Embedding(SEQ, D)
+        self.h = nn.ModuleList([GPTBlock(fused_qkv, gelu) for _ in range(LAYERS)])
+        self.ln_f = nn.LayerNorm(D)
+        self.lm_head = nn.Linear(D, VOCAB, bias=False)
+        if tied:
+            self.lm_head.weight = self.wte.weight
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+        x = self.wte(ids) + self.wpe(pos)
+        for blk in self.h:
+            x = blk(x)
+        return self.lm_head(self.ln_f(x))
+
+
+class BertLike(nn.Module):
+    """BERT-style encoder: token/position/type embeddings, padding mask, erf GELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.word = nn.Embedding(VOCAB, D)
+        self.pos = nn.Embedding(SEQ, D)
+        self.tok_type = nn.Embedding(2, D)
+        self.ln = nn.LayerNorm(D, eps=1e-12)
+        self.layers = nn.ModuleList()
+        for _ in range(LAYERS):
+            self.layers.append(nn.ModuleDict(dict(
+                q=nn.Linear(D, D), k=nn.Linear(D, D), v=nn.Linear(D, D), o=nn.Linear(D, D),
+                ln1=nn.LayerNorm(D, eps=1e-12), fc=nn.Linear(D, 4 * D), out=nn.Linear(4 * D, D),
+                ln2=nn.LayerNorm(D, eps=1e-12))))
+
+    def forward(self, ids, attention_mask):
+        b, t = ids.shape
+        pos = torch.arange(t, device=ids.device).unsqueeze(0).expand(b, t)
+        x = self.ln(self.word(ids) + self.pos(pos) + self.tok_type(torch.zeros_like(ids)))
+        ext = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        dh = D // HEADS
+        for L in self.layers:
+            def heads(z):
+                return z.view(b, t, HEADS, dh).permute(0, 2, 1, 3)
+            q, k, v = heads(L["q"](x)), heads(L["k"](x)), heads(L["v"](x))
+            s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dh) + ext
+            p = F.softmax(s, dim=-1)
+            c = torch.matmul(p, v).permute(0, 2, 1, 3).reshape(b, t, D)
+            x = L["ln1"](x + L["o"](c))
+            x = L["ln2"](x + L["out"](F.gelu(L["fc"](x))))
+        return x
+
+
+class TorchEncoder(nn.Module):
+    """nn.TransformerEncoder over embedded tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, D)
+        # A callable activation keeps torch 1.13 off its fused fast path
+        # (aten::_transformer_encoder_layer_fwd), which has no ONNX export.
+        layer = nn.TransformerEncoderLayer(D, HEADS, dim_feedforward=4 * D, dropout=0.1,
+                                           activation=lambda x: F.gelu(x), batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+
+    def forward(self, ids):
+        return self.enc(self.emb(ids))
+
+
+def make(kind):
+    torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4}[kind])
+    model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
+             "bert": BertLike, "encoder": TorchEncoder}[kind]()
+    # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.add_(0.1 * torch.randn_like(m.weight))
+                m.bias.add_(0.1 * torch.randn_like(m.bias))
+    return model.eval()
+
+
+def inputs_for(kind, batch, gen):
+    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=gen)
+    if kind == "bert":
+        mask = torch.ones(batch, SEQ, dtype=torch.int64)
+        mask[0, SEQ - 5:] = 0  # padding on the first sequence
+        return {"ids": ids, "attention_mask": mask}
+    return {"ids": ids}
+
+
+def export(kind, opset, dynamic, manifest):
+    name = f"{kind}_op{opset}_{'dynamic' if dynamic else 'static'}"
+    model = make(kind)
+    gen = torch.Generator().manual_seed(7)
+    ins = inputs_for(kind, BATCH, gen)
+    names = list(ins)
+    path = os.path.join(OUT, name + ".onnx")
+    dyn = {n: {0: "batch"} for n in names} if dynamic else None
+    if dynamic:
+        dyn["out"] = {0: "batch"}
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(ins.values()), path, input_names=names, output_names=["out"],
+                          opset_version=opset, dynamic_axes=dyn, do_constant_folding=True)
+        entry = {"name": name, "model": name + ".onnx", "runs": []}
+        batches = [BATCH, 3] if dynamic else [BATCH]
+        for b in batches:
+            run_ins = ins if b == BATCH else inputs_for(kind, b, gen)
+            out = model(*run_ins.values()).numpy()
+            tag = f"b{b}"
+            for n, v in run_ins.items():
+                np.save(os.path.join(OUT, f"{name}.{tag}.in.{n}.npy"), v.numpy())
+            np.save(os.path.join(OUT, f"{name}.{tag}.ref.out.npy"), out)
+            entry["runs"].append({"tag": tag,
+                                  "inputs": {n: f"{name}.{tag}.in.{n}.npy" for n in names},
+                                  "shapes": {n: list(v.shape) for n, v in run_ins.items()},
+                                  "outputs": {"out": f"{name}.{tag}.ref.out.npy"}})
+    manifest.append(entry)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    manifest = []
+    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder"]:
+        for opset in [14, 17]:
+            for dynamic in [False, True]:
+                export(kind, opset, dynamic, manifest)
+    with open(os.path.join(OUT, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"wrote {len(manifest)} fixtures to {OUT}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

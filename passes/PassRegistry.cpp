@@ -1,0 +1,17 @@
+//===- PassRegistry.cpp - the one list of passes --------------------------===//
+#include "passes/Passes.h"
+
+namespace partita {
+
+void registerAllPasses() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  for (PassInfo (*make)() : {foldConstantsPass, removeIdentityPass, deadCodeEliminationPass,
+                             commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
+                             fuseGeluPass, canonicalizePass})
+    PassRegistry::get().add(make());
+}
+
+} // namespace partita

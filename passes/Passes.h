@@ -1,0 +1,16 @@
+//===- Passes.h - every pass's registration entry -------------------------===//
+#pragma once
+#include "compiler/pass/PassManager.h"
+
+namespace partita {
+
+PassInfo foldConstantsPass();
+PassInfo removeIdentityPass();
+PassInfo deadCodeEliminationPass();
+PassInfo commonSubexpressionPass();
+PassInfo fuseLinearPass();
+PassInfo fuseLayerNormPass();
+PassInfo fuseGeluPass();
+PassInfo canonicalizePass();
+
+} // namespace partita

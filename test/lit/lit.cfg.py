@@ -1,0 +1,14 @@
+import os
+import lit.formats
+
+config.name = "partita"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".pir", ".onnxtxt", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.partita_obj_root, "test", "lit-out")
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+config.environment["PATH"] = os.pathsep.join(
+    [config.partita_tools_dir, "/usr/lib/llvm-14/bin", config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%models", os.path.join(config.partita_src_root, "models")))
+config.substitutions.append(("%python", "/usr/bin/python3"))
