@@ -19,9 +19,11 @@ public:
   llvm::StringRef name() const override { return "fold-constants"; }
 
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "max-elements" && !value.getAsInteger(10, maxElements_) && maxElements_ >= 0)
-      return llvm::Error::success();
-    return Pass::setOption(key, value);
+    if (key != "max-elements")
+      return Pass::setOption(key, value);
+    if (value.getAsInteger(10, maxElements_) || maxElements_ < 0)
+      return passError(name(), "option max-elements expects a non-negative integer, got '" + value + "'");
+    return llvm::Error::success();
   }
 
   llvm::Error run(Graph &g) override {

@@ -1,0 +1,42 @@
+// RUN: partita-opt %s --split-input-file --passes=remove-identity,dce | FileCheck %s
+
+// CHECK-LABEL: graph @chain(%x: f32[2,8]) opset 17 {
+// CHECK-NEXT: %y = Relu(%x) : f32[2,8]
+// CHECK-NEXT: return %y
+graph @chain(%x: f32[2,8]) opset 17 {
+  %a = Identity(%x) : f32[2,8]
+  %b = Dropout(%a) : f32[2,8]
+  %c = Cast(%b) {to = 1} : f32[2,8]
+  %s = Constant() {value = dense<i64[2]>[2, 8]} : i64[2]
+  %d = Reshape(%c, %s) : f32[2,8]
+  %e = Expand(%d, %s) : f32[2,8]
+  %y = Relu(%e) : f32[2,8]
+  return %y
+}
+
+// -----
+// Training-mode Dropout, a real Cast and a real Reshape stay.
+// CHECK-LABEL: graph @keep(%x: f32[2,8]) opset 17 {
+// CHECK: %d = Dropout(%x, %r, %t) : f32[2,8]
+// CHECK: %c = Cast(%d) {to = 10} : f16[2,8]
+// CHECK: %y = Reshape(%c, %s) : f16[16]
+graph @keep(%x: f32[2,8]) opset 17 {
+  %r = Constant() {value = dense<f32[]>[0.1]} : f32[]
+  %t = Constant() {value = dense<bool[]>[1]} : bool[]
+  %d = Dropout(%x, %r, %t) : f32[2,8]
+  %c = Cast(%d) {to = 10} : f16[2,8]
+  %s = Constant() {value = dense<i64[1]>[16]} : i64[1]
+  %y = Reshape(%c, %s) : f16[16]
+  return %y
+}
+
+// -----
+// An Identity that produces a graph output: the output name survives.
+// CHECK-LABEL: graph @out(%x: f32[4]) opset 17 {
+// CHECK-NEXT: %logits = Neg(%x) : f32[4]
+// CHECK-NEXT: return %logits
+graph @out(%x: f32[4]) opset 17 {
+  %n = Neg(%x) : f32[4]
+  %logits = Identity(%n) : f32[4]
+  return %logits
+}
