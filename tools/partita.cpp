@@ -1,6 +1,7 @@
 //===- partita.cpp - the user-facing driver -------------------------------===//
 //
 //   partita compile model.onnx [--input-shape ids=2x16] -o out/
+//   partita run model.onnx --input ids=ids.npy [...] --output-dir out/ [--threads N]
 //
 // compile imports the model, canonicalizes it and writes out/model.pir (the IR
 // users inspect) and out/model.onnx (the canonical program). Parallel layouts
@@ -11,11 +12,18 @@
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/OnnxExport.h"
 #include "compiler/pass/PassManager.h"
+#include "runtime/core/Device.h"
+#include "runtime/executor/Program.h"
+#include "runtime/io/Npy.h"
 #include "tools/ToolCommon.h"
+#include <chrono>
+#include <omp.h>
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 
 using namespace partita;
 namespace cl = llvm::cl;
@@ -32,6 +40,105 @@ static cl::opt<int> zero("zero", cl::desc("ZeRO stage 0-3"), cl::init(0), cl::su
 static cl::opt<bool> train("train", cl::desc("Build training programs"), cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the canonical IR to stdout"), cl::init(false),
                              cl::sub(compileCmd));
+
+static cl::SubCommand runCmd("run", "Run an ONNX model on one CPU rank");
+static cl::opt<std::string> runModel(cl::Positional, cl::desc("<model.onnx>"), cl::sub(runCmd), cl::Required);
+static cl::list<std::string> runInputs("input", cl::desc("An input: NAME=FILE.npy"), cl::sub(runCmd));
+static cl::opt<std::string> runOutDir("output-dir", cl::desc("Folder for the outputs (NAME.npy)"),
+                                      cl::sub(runCmd), cl::Required);
+static cl::opt<int> runThreads("threads", cl::desc("Threads (default: all cores)"), cl::init(0), cl::sub(runCmd));
+static cl::opt<int> runRepeat("repeat", cl::desc("Run this many times and report the median time"),
+                              cl::init(1), cl::sub(runCmd));
+static cl::opt<bool> runStats("stats", cl::desc("Print memory plan and timing"), cl::init(false), cl::sub(runCmd));
+
+static llvm::Error runError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+static int runModelCommand() {
+  const char *tool = "partita run";
+  if (runThreads < 0 || runRepeat < 1)
+    return reportError(tool, runError("--threads must be >= 0 and --repeat >= 1"));
+  if (runThreads > 0)
+    omp_set_num_threads(runThreads);
+  ImportOptions opts;
+  opts.shapeFlag = "--input";
+  llvm::StringMap<Tensor> inputs;
+  for (const auto &spec : runInputs) {
+    auto [name, file] = llvm::StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return reportError(tool, runError("--input '" + spec + "': expected NAME=FILE.npy"));
+    auto t = rt::readNpy(file);
+    if (!t)
+      return reportError(tool, t.takeError());
+    if (inputs.count(name))
+      return reportError(tool, runError("--input " + name + " is given twice"));
+    opts.inputShapes[name] = t->shape();
+    inputs[name] = *t;
+  }
+  auto g = importOnnx(runModel, opts);
+  if (!g)
+    return reportError(tool, g.takeError());
+  for (const auto &entry : inputs) {
+    bool known = false;
+    for (const Value *in : (*g)->inputs())
+      known |= in->name() == entry.getKey();
+    if (!known) {
+      std::string names;
+      for (const Value *in : (*g)->inputs())
+        names += (names.empty() ? "" : ", ") + in->name();
+      return reportError(tool, runError("--input " + entry.getKey() + ": the model has no such input (its inputs: " +
+                                        names + ")"));
+    }
+  }
+  PassManager pm;
+  if (auto err = pm.addPipeline("canonicalize"))
+    return reportError(tool, std::move(err));
+  if (auto err = pm.run(**g))
+    return reportError(tool, std::move(err));
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  if (!program)
+    return reportError(tool, program.takeError());
+  llvm::StringMap<rt::TensorView> views;
+  for (auto &entry : inputs) {
+    rt::TensorView v;
+    v.dtype = entry.second.dtype();
+    v.shape = entry.second.shape();
+    v.data = const_cast<uint8_t *>(entry.second.data());
+    views[entry.getKey()] = v;
+  }
+  std::vector<double> times;
+  llvm::Expected<std::vector<rt::TensorView>> outs = std::vector<rt::TensorView>{};
+  for (int i = 0; i < runRepeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    outs = (*program)->run(views);
+    if (!outs)
+      return reportError(tool, outs.takeError());
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (auto ec = llvm::sys::fs::create_directories(runOutDir))
+    return reportError(tool, llvm::createStringError(ec, "cannot create " + runOutDir));
+  for (size_t i = 0; i < outs->size(); ++i) {
+    const rt::TensorView &v = (*outs)[i];
+    llvm::SmallString<256> path(runOutDir);
+    llvm::sys::path::append(path, (*program)->outputNames()[i] + ".npy");
+    std::vector<uint8_t> host(v.bytes());
+    device.copyToHost(host.data(), v.data, v.bytes());
+    if (auto err = rt::writeNpy(path, v.dtype, v.shape, host.data()))
+      return reportError(tool, std::move(err));
+  }
+  if (runStats) {
+    std::sort(times.begin(), times.end());
+    const auto &st = (*program)->stats();
+    llvm::outs() << "kernels " << st.numKernels << ", weights " << st.weightBytes << " B, arena " << st.arenaBytes
+                 << " B (lower bound " << st.lowerBoundBytes << " B, ratio "
+                 << llvm::format("%.3f", st.lowerBoundBytes ? double(st.arenaBytes) / st.lowerBoundBytes : 1.0)
+                 << "), threads " << omp_get_max_threads() << ", median " << llvm::format("%.3f", times[times.size() / 2])
+                 << " ms over " << times.size() << " runs\n";
+  }
+  return 0;
+}
 
 static llvm::Error notYet(const char *flag, int value) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -102,6 +209,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "Partita: ONNX transformers across many devices\n");
   if (compileCmd)
     return runCompile();
+  if (runCmd)
+    return runModelCommand();
   llvm::errs() << "partita: error: give a subcommand (partita --help)\n";
   return 1;
 }

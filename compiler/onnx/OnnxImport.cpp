@@ -117,21 +117,22 @@ private:
     if (fixed != opts_.inputShapes.end()) {
       type.shape = fixed->second;
       if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(type.shape.size()))
-        return fail("--input-shape " + in.name() + " gives rank " + llvm::Twine(type.shape.size()) +
+        return fail(opts_.shapeFlag + " " + in.name() + " gives rank " + llvm::Twine(type.shape.size()) +
                     " but the model declares rank " + llvm::Twine(tt.shape().dim_size()));
       for (int i = 0; tt.has_shape() && i < tt.shape().dim_size(); ++i)
         if (tt.shape().dim(i).has_dim_value() && tt.shape().dim(i).dim_value() != type.shape[i])
-          return fail("--input-shape " + in.name() + " sets dimension " + llvm::Twine(i) + " to " +
+          return fail(opts_.shapeFlag + " " + in.name() + " sets dimension " + llvm::Twine(i) + " to " +
                       llvm::Twine(type.shape[i]) + " but the model fixes it to " +
                       llvm::Twine(tt.shape().dim(i).dim_value()));
     } else {
       if (!tt.has_shape())
-        return fail("input '" + in.name() + "' has no shape; give it with --input-shape " + in.name() + "=...");
+        return fail("input '" + in.name() + "' has no shape; give it with " + opts_.shapeFlag + " " + in.name());
       for (const auto &d : tt.shape().dim()) {
         if (!d.has_dim_value() || d.dim_value() <= 0)
           return fail("input '" + in.name() + "' has dynamic dimension '" +
                       (d.dim_param().empty() ? std::string("?") : d.dim_param()) +
-                      "'; fix it with --input-shape " + in.name() + "=DxD...");
+                      "'; fix it with " + opts_.shapeFlag + " " + in.name() +
+                      (opts_.shapeFlag == "--input-shape" ? "=DxD..." : "=FILE.npy"));
         type.shape.push_back(d.dim_value());
       }
     }

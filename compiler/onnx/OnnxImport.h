@@ -10,6 +10,8 @@ namespace partita {
 struct ImportOptions {
   /// Fixes input dimensions: name → full static shape (from --input-shape).
   llvm::StringMap<Shape> inputShapes;
+  /// How diagnostics name the option that sets input shapes.
+  std::string shapeFlag = "--input-shape";
 };
 
 /// Reads binary .onnx (with or without external data) or the ONNX text syntax

@@ -3,7 +3,8 @@
 //   1. ORT(original model)            vs torch reference
 //   2. ORT(partita import → export)   vs torch reference
 //   3. ORT(partita canonicalize → export) vs torch reference and vs (1)
-// Usage: node differential.js PARTITA_OPT FIXTURES_DIR WORK_DIR
+//   4. partita run (Partita's own CPU runtime) vs torch reference and vs (1)
+// Usage: node differential.js PARTITA_OPT PARTITA FIXTURES_DIR WORK_DIR
 'use strict';
 const ort = require('onnxruntime-node');
 const { execFileSync } = require('child_process');
@@ -11,7 +12,7 @@ const fs = require('fs');
 const path = require('path');
 const { readNpy } = require('./npy');
 
-const [partitaOpt, fixtures, work] = process.argv.slice(2);
+const [partitaOpt, partita, fixtures, work] = process.argv.slice(2);
 const RTOL = 1e-5;
 
 // Largest |a-b| relative to the reference's scale (max |ref|), so values near
@@ -60,6 +61,13 @@ async function main() {
         check(`${label} ORT(${stage}) vs torch`, relError(got, ref));
         check(`${label} ORT(${stage}) vs ORT(original)`, relError(got, original));
       }
+      const outDir = path.join(work, `${label}.run`);
+      const inputFlags = Object.entries(run.inputs).map(([n, f]) => `--input=${n}=${path.join(fixtures, f)}`);
+      execFileSync(partita, ['run', model, ...inputFlags, `--output-dir=${outDir}`],
+        { stdio: ['ignore', 'ignore', 'inherit'] });
+      const ours = readNpy(path.join(outDir, 'out.npy')).data;
+      check(`${label} partita run vs torch`, relError(ours, ref));
+      check(`${label} partita run vs ORT(original)`, relError(ours, original));
     }
   }
   console.log(`differential: ${passed} passed, ${failed} failed`);

@@ -1,0 +1,21 @@
+//===- CpuDevice.cpp ------------------------------------------------------===//
+#include "runtime/core/Device.h"
+#include <cstdlib>
+#include <cstring>
+
+namespace partita::rt {
+
+const char *deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "cuda"; }
+
+void *CpuDevice::allocate(size_t bytes) {
+  size_t rounded = (bytes + alignment() - 1) / alignment() * alignment();
+  return std::aligned_alloc(alignment(), rounded ? rounded : alignment());
+}
+
+void CpuDevice::deallocate(void *p) { std::free(p); }
+
+void CpuDevice::copyFromHost(void *dst, const void *src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuDevice::copyToHost(void *dst, const void *src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuDevice::copyOnDevice(void *dst, const void *src, size_t bytes) { std::memmove(dst, src, bytes); }
+
+} // namespace partita::rt

@@ -1,0 +1,27 @@
+//===- CpuKernels.cpp - registers every CPU kernel ------------------------===//
+#include "runtime/cpu/CpuKernels.h"
+
+namespace partita::rt {
+
+void registerCpuKernels(KernelRegistry &r) {
+  // Fallbacks first: the specialised families below replace them op by op.
+  cpu::registerFallbackKernels(r);
+  cpu::registerGemmKernels(r);
+  cpu::registerElementwiseKernels(r);
+  cpu::registerNormKernels(r);
+  cpu::registerMovementKernels(r);
+}
+
+namespace cpu {
+bool allOfType(const Node &node, DType t) {
+  for (const Value *v : node.inputs())
+    if (v && v->type().dtype != t)
+      return false;
+  for (const Value *v : node.outputs())
+    if (v->type().dtype != t)
+      return false;
+  return true;
+}
+} // namespace cpu
+
+} // namespace partita::rt

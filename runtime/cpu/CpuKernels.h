@@ -1,0 +1,21 @@
+//===- CpuKernels.h - the CPU kernel families -----------------------------===//
+#pragma once
+#include "runtime/kernels/KernelRegistry.h"
+
+namespace partita::rt::cpu {
+
+void registerFallbackKernels(KernelRegistry &r);
+void registerGemmKernels(KernelRegistry &r);
+void registerElementwiseKernels(KernelRegistry &r);
+void registerNormKernels(KernelRegistry &r);
+void registerMovementKernels(KernelRegistry &r);
+
+/// The reference kernel for `node` (compile-time evaluator on host tensors,
+/// computing in double): correct for every dtype, slow. Fast kernels hand
+/// over to it for dtypes they do not specialise.
+llvm::Expected<std::unique_ptr<Kernel>> makeFallbackKernel(const Node &node);
+
+/// True when every input and output of `node` has element type `t`.
+bool allOfType(const Node &node, DType t);
+
+} // namespace partita::rt::cpu

@@ -1,0 +1,168 @@
+//===- ElementwiseKernels.cpp - f32 unary, binary, Where, GELU ------------===//
+#include "compiler/ops/Broadcast.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Parallel.h"
+#include <cmath>
+
+namespace partita::rt::cpu {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+// ---- unary -------------------------------------------------------------------
+template <typename F> class UnaryKernel final : public Kernel {
+public:
+  explicit UnaryKernel(F f) : f_(f) {}
+  llvm::Error run(KernelContext &ctx) override {
+    const float *x = ctx.inputs[0].as<float>();
+    float *y = ctx.outputs[0].as<float>();
+    F f = f_;
+    parallelFor(ctx.outputs[0].numel(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        y[i] = f(x[i]);
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  F f_;
+};
+
+template <typename F> void addUnary(KernelRegistry &r, llvm::StringRef op, F f) {
+  r.add(op, DeviceKind::CPU, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (!allOfType(n, DType::F32))
+      return makeFallbackKernel(n);
+    return std::unique_ptr<Kernel>(new UnaryKernel<F>(f));
+  });
+}
+
+inline float geluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+inline float geluTanh(float x) {
+  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + std::tanh(u));
+}
+
+// ---- binary with broadcasting ------------------------------------------------
+/// Broadcast access pattern: the output is walked row by row (last dim); each
+/// operand advances by 0 or 1 along a row and starts at an offset given by the
+/// indexer of the row's first element.
+struct RowBroadcast {
+  Shape out;
+  int64_t rowLen = 1;
+  std::vector<BroadcastIndexer> idx;
+  std::vector<int64_t> step; // 0 or 1 per operand along the row
+  std::vector<bool> contiguousSame;
+
+  RowBroadcast(const std::vector<Shape> &ins, const Shape &outShape) : out(outShape) {
+    rowLen = out.empty() ? 1 : out.back();
+    for (const auto &s : ins) {
+      idx.emplace_back(s, out);
+      step.push_back(!s.empty() && s.back() == rowLen && rowLen != 1 ? 1 : 0);
+      contiguousSame.push_back(s == out);
+    }
+  }
+  int64_t rows() const { return rowLen ? numElements(out) / rowLen : 0; }
+};
+
+template <typename F> class BinaryKernel final : public Kernel {
+public:
+  BinaryKernel(F f, Shape a, Shape b, Shape out) : f_(f), plan_({a, b}, out) {}
+  llvm::Error run(KernelContext &ctx) override {
+    const float *a = ctx.inputs[0].as<float>(), *b = ctx.inputs[1].as<float>();
+    float *y = ctx.outputs[0].as<float>();
+    F f = f_;
+    int64_t n = ctx.outputs[0].numel();
+    if (plan_.contiguousSame[0] && plan_.contiguousSame[1]) {
+      parallelFor(n, kGrain, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i)
+          y[i] = f(a[i], b[i]);
+      });
+      return llvm::Error::success();
+    }
+    int64_t len = plan_.rowLen, sa = plan_.step[0], sb = plan_.step[1];
+    parallelFor(plan_.rows(), std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r) {
+        const float *pa = a + plan_.idx[0](r * len), *pb = b + plan_.idx[1](r * len);
+        float *py = y + r * len;
+        for (int64_t i = 0; i < len; ++i)
+          py[i] = f(pa[i * sa], pb[i * sb]);
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  F f_;
+  RowBroadcast plan_;
+};
+
+template <typename F> void addBinary(KernelRegistry &r, llvm::StringRef op, F f) {
+  r.add(op, DeviceKind::CPU, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (!allOfType(n, DType::F32))
+      return makeFallbackKernel(n);
+    return std::unique_ptr<Kernel>(
+        new BinaryKernel<F>(f, n.input(0)->type().shape, n.input(1)->type().shape, n.output()->type().shape));
+  });
+}
+
+class WhereKernel final : public Kernel {
+public:
+  WhereKernel(const Node &n)
+      : plan_({n.input(0)->type().shape, n.input(1)->type().shape, n.input(2)->type().shape},
+              n.output()->type().shape) {}
+  llvm::Error run(KernelContext &ctx) override {
+    const uint8_t *c = ctx.inputs[0].as<uint8_t>();
+    const float *x = ctx.inputs[1].as<float>(), *z = ctx.inputs[2].as<float>();
+    float *y = ctx.outputs[0].as<float>();
+    int64_t len = plan_.rowLen, sc = plan_.step[0], sx = plan_.step[1], sz = plan_.step[2];
+    parallelFor(plan_.rows(), std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r) {
+        const uint8_t *pc = c + plan_.idx[0](r * len);
+        const float *px = x + plan_.idx[1](r * len), *pz = z + plan_.idx[2](r * len);
+        float *py = y + r * len;
+        for (int64_t i = 0; i < len; ++i)
+          py[i] = pc[i * sc] ? px[i * sx] : pz[i * sz];
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  RowBroadcast plan_;
+};
+
+} // namespace
+
+void registerElementwiseKernels(KernelRegistry &r) {
+  addUnary(r, "Neg", [](float x) { return -x; });
+  addUnary(r, "Abs", [](float x) { return std::fabs(x); });
+  addUnary(r, "Sqrt", [](float x) { return std::sqrt(x); });
+  addUnary(r, "Reciprocal", [](float x) { return 1.0f / x; });
+  addUnary(r, "Exp", [](float x) { return std::exp(x); });
+  addUnary(r, "Log", [](float x) { return std::log(x); });
+  addUnary(r, "Erf", [](float x) { return std::erf(x); });
+  addUnary(r, "Tanh", [](float x) { return std::tanh(x); });
+  addUnary(r, "Sin", [](float x) { return std::sin(x); });
+  addUnary(r, "Cos", [](float x) { return std::cos(x); });
+  addUnary(r, "Floor", [](float x) { return std::floor(x); });
+  addUnary(r, "Ceil", [](float x) { return std::ceil(x); });
+  addUnary(r, "Sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+  addUnary(r, "Relu", [](float x) { return x > 0.0f ? x : 0.0f; });
+  addUnary(r, "partita.Gelu", geluErf);
+  addUnary(r, "partita.FastGelu", geluTanh);
+  addBinary(r, "Add", [](float a, float b) { return a + b; });
+  addBinary(r, "Sub", [](float a, float b) { return a - b; });
+  addBinary(r, "Mul", [](float a, float b) { return a * b; });
+  addBinary(r, "Div", [](float a, float b) { return a / b; });
+  addBinary(r, "Max", [](float a, float b) { return std::max(a, b); });
+  addBinary(r, "Min", [](float a, float b) { return std::min(a, b); });
+  addBinary(r, "Pow", [](float a, float b) { return b == 2.0f ? a * a : std::pow(a, b); });
+  r.add("Where", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (n.output()->type().dtype != DType::F32)
+      return makeFallbackKernel(n);
+    return std::unique_ptr<Kernel>(new WhereKernel(n));
+  });
+}
+
+} // namespace partita::rt::cpu

@@ -1,0 +1,219 @@
+//===- MovementKernels.cpp - copies, Transpose, Gather, Concat, Split, Slice, Expand --===//
+//
+// Type-generic: these move bytes, so one kernel serves every dtype.
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/Broadcast.h"
+#include "compiler/ops/OpRegistry.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Parallel.h"
+#include <cstring>
+
+namespace partita::rt::cpu {
+
+namespace {
+
+constexpr int64_t kGrainBytes = 1 << 16;
+
+/// Reshape, Squeeze, Unsqueeze, Flatten, Identity, inference Dropout: same bytes.
+class CopyKernel final : public Kernel {
+public:
+  llvm::Error run(KernelContext &ctx) override {
+    if (ctx.outputs[0].data != ctx.inputs[0].data)
+      std::memcpy(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].bytes());
+    if (ctx.outputs.size() > 1) // Dropout's mask: everything kept
+      std::memset(ctx.outputs[1].data, 1, ctx.outputs[1].bytes());
+    return llvm::Error::success();
+  }
+};
+
+class TransposeKernel final : public Kernel {
+public:
+  TransposeKernel(const Shape &in, std::vector<int64_t> perm, size_t elem) : elem_(elem) {
+    auto strides = stridesOf(in);
+    for (int64_t p : perm) {
+      outShape_.push_back(in[p]);
+      srcStride_.push_back(strides[p]);
+    }
+  }
+  llvm::Error run(KernelContext &ctx) override {
+    const char *src = static_cast<const char *>(ctx.inputs[0].data);
+    char *dst = static_cast<char *>(ctx.outputs[0].data);
+    int64_t rank = static_cast<int64_t>(outShape_.size());
+    if (rank == 0) {
+      std::memcpy(dst, src, elem_);
+      return llvm::Error::success();
+    }
+    int64_t inner = outShape_.back(), innerStride = srcStride_.back();
+    int64_t rows = numElements(outShape_) / std::max<int64_t>(inner, 1);
+    size_t es = elem_;
+    parallelFor(rows, std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(1, inner * es)), [&](int64_t b, int64_t e) {
+      llvm::SmallVector<int64_t, 6> idx(rank, 0);
+      for (int64_t r = b; r < e; ++r) {
+        int64_t rem = r, off = 0;
+        for (int64_t d = rank - 2; d >= 0; --d) {
+          int64_t i = rem % outShape_[d];
+          rem /= outShape_[d];
+          off += i * srcStride_[d];
+        }
+        char *out = dst + r * inner * es;
+        if (es == 4) {
+          const float *s = reinterpret_cast<const float *>(src) + off;
+          float *o = reinterpret_cast<float *>(out);
+          for (int64_t i = 0; i < inner; ++i)
+            o[i] = s[i * innerStride];
+        } else {
+          for (int64_t i = 0; i < inner; ++i)
+            std::memcpy(out + i * es, src + (off + i * innerStride) * es, es);
+        }
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  Shape outShape_;
+  llvm::SmallVector<int64_t, 6> srcStride_;
+  size_t elem_;
+};
+
+class GatherKernel final : public Kernel {
+public:
+  GatherKernel(const Node &n) : node_(n) {
+    const Shape &data = n.input(0)->type().shape;
+    axis_ = normalizeAxis(n.intAttr("axis", 0), static_cast<int64_t>(data.size()));
+    for (int64_t i = 0; i < static_cast<int64_t>(data.size()); ++i)
+      (i < axis_ ? outer_ : i == axis_ ? dim_ : inner_) *= data[i];
+    count_ = n.input(1)->type().numel();
+    elem_ = dtypeSize(n.input(0)->type().dtype);
+    idx64_ = n.input(1)->type().dtype == DType::I64;
+  }
+  llvm::Error run(KernelContext &ctx) override {
+    const char *src = static_cast<const char *>(ctx.inputs[0].data);
+    char *dst = static_cast<char *>(ctx.outputs[0].data);
+    size_t row = static_cast<size_t>(inner_) * elem_;
+    for (int64_t k = 0; k < count_; ++k) {
+      int64_t j = idx64_ ? ctx.inputs[1].as<int64_t>()[k] : ctx.inputs[1].as<int32_t>()[k];
+      if (j < -dim_ || j >= dim_)
+        return kernelError(node_, "index " + llvm::Twine(j) + " out of range for dimension " + llvm::Twine(dim_));
+    }
+    parallelFor(outer_ * count_, std::max<int64_t>(1, kGrainBytes / std::max<size_t>(row, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t o = r / count_, k = r % count_;
+        int64_t j = idx64_ ? ctx.inputs[1].as<int64_t>()[k] : ctx.inputs[1].as<int32_t>()[k];
+        if (j < 0)
+          j += dim_;
+        std::memcpy(dst + r * row, src + (o * dim_ + j) * row, row);
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  const Node &node_;
+  int64_t axis_ = 0, outer_ = 1, dim_ = 1, inner_ = 1, count_ = 0;
+  size_t elem_ = 4;
+  bool idx64_ = true;
+};
+
+/// Concat and Split: blocks of contiguous bytes along an axis.
+class AxisBlocksKernel final : public Kernel {
+public:
+  AxisBlocksKernel(const Node &n, bool concat) : concat_(concat) {
+    const Value *whole = concat ? n.output() : n.input(0);
+    const Shape &s = whole->type().shape;
+    int64_t axis = normalizeAxis(n.intAttr("axis", 0), static_cast<int64_t>(s.size()));
+    size_t es = dtypeSize(whole->type().dtype);
+    int64_t inner = 1;
+    for (int64_t i = axis + 1; i < static_cast<int64_t>(s.size()); ++i)
+      inner *= s[i];
+    for (int64_t i = 0; i < axis; ++i)
+      outer_ *= s[i];
+    wholeRow_ = static_cast<size_t>(s[axis] * inner) * es;
+    const auto &parts = concat ? n.inputs() : n.outputs();
+    for (const Value *p : parts)
+      partRows_.push_back(static_cast<size_t>(p->type().shape[axis] * inner) * es);
+  }
+  llvm::Error run(KernelContext &ctx) override {
+    char *whole = static_cast<char *>(concat_ ? ctx.outputs[0].data : ctx.inputs[0].data);
+    auto &parts = concat_ ? ctx.inputs : ctx.outputs;
+    for (int64_t o = 0; o < outer_; ++o) {
+      size_t off = o * wholeRow_;
+      for (size_t p = 0; p < partRows_.size(); ++p) {
+        char *part = static_cast<char *>(parts[p].data) + o * partRows_[p];
+        if (concat_)
+          std::memcpy(whole + off, part, partRows_[p]);
+        else
+          std::memcpy(part, whole + off, partRows_[p]);
+        off += partRows_[p];
+      }
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  bool concat_;
+  int64_t outer_ = 1;
+  size_t wholeRow_ = 0;
+  std::vector<size_t> partRows_;
+};
+
+/// Expand: broadcast copy.
+class ExpandKernel final : public Kernel {
+public:
+  ExpandKernel(const Node &n)
+      : idx_(n.input(0)->type().shape, n.output()->type().shape), elem_(dtypeSize(n.output()->type().dtype)) {}
+  llvm::Error run(KernelContext &ctx) override {
+    const char *src = static_cast<const char *>(ctx.inputs[0].data);
+    char *dst = static_cast<char *>(ctx.outputs[0].data);
+    int64_t n = ctx.outputs[0].numel();
+    size_t es = elem_;
+    parallelFor(n, kGrainBytes / es, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        std::memcpy(dst + i * es, src + idx_(i) * es, es);
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  BroadcastIndexer idx_;
+  size_t elem_;
+};
+
+llvm::Expected<std::unique_ptr<Kernel>> makeCopy(const Node &) { return std::make_unique<CopyKernel>(); }
+
+} // namespace
+
+void registerMovementKernels(KernelRegistry &r) {
+  for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten"})
+    r.add(op, DeviceKind::CPU, makeCopy);
+  r.add("Dropout", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (n.input(2)) {
+      const Tensor *mode = constantValue(n.input(2));
+      if (!mode || mode->intAt(0) != 0)
+        return kernelError(n, "training-mode Dropout is not supported by the inference runtime");
+    }
+    return std::make_unique<CopyKernel>();
+  });
+  r.add("Transpose", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    std::vector<int64_t> perm = n.intsAttr("perm");
+    int64_t rank = n.input(0)->type().rank();
+    if (perm.empty())
+      for (int64_t i = rank - 1; i >= 0; --i)
+        perm.push_back(i);
+    return std::unique_ptr<Kernel>(new TransposeKernel(n.input(0)->type().shape, perm, dtypeSize(n.input(0)->type().dtype)));
+  });
+  r.add("Gather", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new GatherKernel(n));
+  });
+  r.add("Concat", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new AxisBlocksKernel(n, true));
+  });
+  r.add("Split", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new AxisBlocksKernel(n, false));
+  });
+  r.add("Expand", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new ExpandKernel(n));
+  });
+}
+
+} // namespace partita::rt::cpu

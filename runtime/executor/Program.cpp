@@ -1,0 +1,192 @@
+//===- Program.cpp --------------------------------------------------------===//
+#include "runtime/executor/Program.h"
+#include "runtime/kernels/KernelRegistry.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace partita::rt {
+
+namespace {
+llvm::Error loadError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+} // namespace
+
+Program::~Program() {
+  for (void *p : statics_)
+    device_.deallocate(p);
+  for (void *p : outputBuffers_)
+    device_.deallocate(p);
+  if (arena_)
+    device_.deallocate(arena_);
+}
+
+llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device) {
+  std::unique_ptr<Program> p(new Program(device));
+  llvm::DenseMap<const Value *, int> slotOf;
+  auto newSlot = [&](const Value *v, Home home, size_t index) {
+    Slot s;
+    s.home = home;
+    s.index = index;
+    s.view.dtype = v->type().dtype;
+    s.view.shape = v->type().shape;
+    p->slots_.push_back(s);
+    slotOf[v] = static_cast<int>(p->slots_.size() - 1);
+    return slotOf[v];
+  };
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value *in = g.inputs()[i];
+    if (!in->type().isStatic())
+      return loadError("input '" + in->name() + "' has no static shape");
+    p->inputSpecs_.push_back({in->name(), in->type()});
+    newSlot(in, Home::Input, i);
+  }
+  p->boundInputs_.assign(g.inputs().size(), nullptr);
+
+  llvm::DenseMap<const Value *, size_t> outputIndex;
+  for (const Value *out : g.outputs()) {
+    p->outputNames_.push_back(out->name());
+    if (!outputIndex.count(out) && out->definingNode() && !out->definingNode()->is("Weight") &&
+        !out->definingNode()->is("Constant")) {
+      outputIndex[out] = p->outputBuffers_.size();
+      void *buf = device.allocate(std::max<size_t>(1, out->type().numel() * dtypeSize(out->type().dtype)));
+      if (!buf)
+        return loadError("out of device memory allocating output '" + out->name() + "'");
+      p->outputBuffers_.push_back(buf);
+      p->stats_.outputBytes += out->type().numel() * dtypeSize(out->type().dtype);
+    }
+  }
+
+  const KernelRegistry &registry = KernelRegistry::get();
+  for (const Node *n : g.nodes()) {
+    if (n->is("Weight") || n->is("Constant")) {
+      Tensor value;
+      if (n->is("Weight")) {
+        auto w = g.weights.load(n->stringAttr("name", ""));
+        if (!w)
+          return w.takeError();
+        value = *w;
+      } else {
+        value = *constantValue(n->output());
+      }
+      void *buf = device.allocate(std::max<size_t>(1, value.byteSize()));
+      if (!buf)
+        return loadError("out of device memory placing " + n->describe());
+      device.copyFromHost(buf, value.data(), value.byteSize());
+      p->statics_.push_back(buf);
+      p->stats_.weightBytes += value.byteSize();
+      newSlot(n->output(), Home::Static, p->statics_.size() - 1);
+      continue;
+    }
+    const KernelFactory *factory = registry.find(n->qualifiedOp(), device.kind());
+    if (!factory)
+      return loadError("node " + n->describe() + ": no " + deviceKindName(device.kind()) +
+                       " kernel for this operator");
+    auto kernel = (*factory)(*n);
+    if (!kernel)
+      return kernel.takeError();
+    Step step{n, std::move(*kernel), {}, {}};
+    for (const Value *in : n->inputs())
+      step.inputs.push_back(in ? slotOf.lookup(in) : -1);
+    for (const Value *out : n->outputs()) {
+      auto it = outputIndex.find(out);
+      step.outputs.push_back(it != outputIndex.end() ? newSlot(out, Home::Output, it->second)
+                                                     : newSlot(out, Home::Arena, 0));
+    }
+    p->steps_.push_back(std::move(step));
+  }
+  p->stats_.numKernels = p->steps_.size();
+
+  // Liveness of arena slots over step indices, then one placement.
+  std::vector<BufferRequest> requests;
+  std::vector<int> requestSlot;
+  llvm::DenseMap<int, size_t> requestOf;
+  for (size_t s = 0; s < p->steps_.size(); ++s) {
+    for (int out : p->steps_[s].outputs)
+      if (p->slots_[out].home == Home::Arena) {
+        requestOf[out] = requests.size();
+        requests.push_back({p->slots_[out].view.bytes(), static_cast<int64_t>(s), static_cast<int64_t>(s)});
+        requestSlot.push_back(out);
+      }
+    for (int in : p->steps_[s].inputs) {
+      auto it = requestOf.find(in);
+      if (in >= 0 && it != requestOf.end())
+        requests[it->second].lastStep = static_cast<int64_t>(s);
+    }
+  }
+  MemoryPlan plan = planMemory(requests, Device::alignment());
+  for (size_t r = 0; r < requests.size(); ++r)
+    p->slots_[requestSlot[r]].index = plan.offsets[r];
+  p->stats_.arenaBytes = plan.arenaBytes;
+  p->stats_.lowerBoundBytes = plan.lowerBoundBytes;
+  if (plan.arenaBytes) {
+    p->arena_ = device.allocate(plan.arenaBytes);
+    if (!p->arena_)
+      return loadError("out of device memory allocating a " + llvm::Twine(plan.arenaBytes) + "-byte arena");
+  }
+  for (const Value *out : g.outputs())
+    p->outputSlots_.push_back(slotOf.lookup(out));
+  return std::move(p);
+}
+
+void *Program::addressOf(const Slot &s) const {
+  switch (s.home) {
+  case Home::Input: return boundInputs_[s.index];
+  case Home::Static: return statics_[s.index];
+  case Home::Arena: return static_cast<char *>(arena_) + s.index;
+  case Home::Output: return outputBuffers_[s.index];
+  }
+  return nullptr;
+}
+
+llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<TensorView> &inputs) {
+  for (size_t i = 0; i < inputSpecs_.size(); ++i) {
+    const auto &spec = inputSpecs_[i];
+    auto it = inputs.find(spec.name);
+    if (it == inputs.end())
+      return loadError("missing input '" + spec.name + "' (" + spec.type.str() + ")");
+    const TensorView &v = it->second;
+    if (v.dtype != spec.type.dtype || v.shape != spec.type.shape)
+      return loadError("input '" + spec.name + "' is " + dtypeName(v.dtype) + shapeString(v.shape) +
+                       ", the program expects " + spec.type.str());
+    boundInputs_[i] = v.data;
+  }
+  for (const auto &entry : inputs) {
+    bool known = false;
+    for (const auto &spec : inputSpecs_)
+      known |= spec.name == entry.getKey();
+    if (!known)
+      return loadError("unexpected input '" + entry.getKey() + "' (the program takes no such input)");
+  }
+  std::vector<TensorView> ins, outs;
+  for (auto &step : steps_) {
+    ins.clear();
+    outs.clear();
+    for (int id : step.inputs) {
+      if (id < 0) {
+        ins.emplace_back();
+        continue;
+      }
+      TensorView v = slots_[id].view;
+      v.data = addressOf(slots_[id]);
+      ins.push_back(v);
+    }
+    for (int id : step.outputs) {
+      TensorView v = slots_[id].view;
+      v.data = addressOf(slots_[id]);
+      outs.push_back(v);
+    }
+    KernelContext ctx{device_, ins, outs};
+    if (auto err = step.kernel->run(ctx))
+      return std::move(err);
+  }
+  device_.synchronize();
+  std::vector<TensorView> results;
+  for (int id : outputSlots_) {
+    TensorView v = slots_[id].view;
+    v.data = addressOf(slots_[id]);
+    results.push_back(v);
+  }
+  return results;
+}
+
+} // namespace partita::rt

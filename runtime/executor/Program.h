@@ -1,0 +1,81 @@
+//===- Program.h - an executable plan for one rank's ONNX program ---------===//
+//
+// Loading turns a typed Graph into: kernels per node (looked up by domain, op
+// and device; anything unsupported fails here, never mid-run), weights and
+// constants copied to the device once, and a memory plan that places every
+// intermediate in one arena, reusing a buffer once its last reader ran. Graph
+// outputs get their own buffers so results outlive the next run.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include "runtime/executor/MemoryPlanner.h"
+#include "runtime/kernels/Kernel.h"
+#include "llvm/ADT/StringMap.h"
+#include <memory>
+
+namespace partita::rt {
+
+struct ProgramStats {
+  size_t arenaBytes = 0;
+  size_t lowerBoundBytes = 0;
+  size_t weightBytes = 0;
+  size_t outputBytes = 0;
+  size_t numKernels = 0;
+};
+
+class Program {
+public:
+  ~Program();
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+
+  static llvm::Expected<std::unique_ptr<Program>> load(const Graph &g, Device &device);
+
+  struct InputSpec {
+    std::string name;
+    TensorType type;
+  };
+  const std::vector<InputSpec> &inputs() const { return inputSpecs_; }
+  const std::vector<std::string> &outputNames() const { return outputNames_; }
+
+  /// Runs once. `inputs` are device views by graph input name, checked against
+  /// the program's dtypes and shapes; returns views of the output buffers
+  /// (valid until the next run).
+  llvm::Expected<std::vector<TensorView>> run(const llvm::StringMap<TensorView> &inputs);
+
+  const ProgramStats &stats() const { return stats_; }
+
+private:
+  explicit Program(Device &device) : device_(device) {}
+
+  // Where a value's bytes live.
+  enum class Home { Input, Static, Arena, Output };
+  struct Slot {
+    Home home = Home::Arena;
+    size_t index = 0; // input index / static index / arena offset / output index
+    TensorView view;  // dtype and shape; data bound at run
+  };
+  struct Step {
+    const Node *node;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> inputs;  // slot ids, -1 for omitted
+    std::vector<int> outputs; // slot ids
+  };
+
+  void *addressOf(const Slot &s) const;
+
+  Device &device_;
+  std::vector<Slot> slots_;
+  std::vector<Step> steps_;
+  std::vector<void *> statics_;
+  std::vector<void *> outputBuffers_;
+  void *arena_ = nullptr;
+  std::vector<InputSpec> inputSpecs_;
+  std::vector<void *> boundInputs_;
+  std::vector<std::string> outputNames_;
+  std::vector<int> outputSlots_;
+  ProgramStats stats_;
+};
+
+} // namespace partita::rt

@@ -1,0 +1,37 @@
+//===- Kernel.h - the interface every device kernel implements ------------===//
+//
+// A kernel is built once per node when a program is loaded (so shape-dependent
+// set-up, such as a oneDNN primitive, happens at load, never mid-run) and run
+// once per execution on views of its inputs and outputs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include "runtime/core/Device.h"
+#include "runtime/core/TensorView.h"
+#include "llvm/Support/Error.h"
+#include <functional>
+#include <memory>
+
+namespace partita::rt {
+
+struct KernelContext {
+  Device &device;
+  const std::vector<TensorView> &inputs;
+  std::vector<TensorView> &outputs;
+};
+
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+  virtual llvm::Error run(KernelContext &ctx) = 0;
+};
+
+/// Builds the kernel for `node` (types are static in the IR), or fails naming
+/// why this device cannot run it (e.g. an unsupported dtype).
+using KernelFactory = std::function<llvm::Expected<std::unique_ptr<Kernel>>(const Node &node)>;
+
+/// Error naming the node, for factories and kernels.
+llvm::Error kernelError(const Node &node, const llvm::Twine &msg);
+
+} // namespace partita::rt

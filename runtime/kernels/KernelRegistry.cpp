@@ -1,0 +1,39 @@
+//===- KernelRegistry.cpp -------------------------------------------------===//
+#include "runtime/kernels/KernelRegistry.h"
+#include <algorithm>
+
+namespace partita::rt {
+
+llvm::Error kernelError(const Node &node, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "node " + node.describe() + ": " + msg);
+}
+
+const KernelRegistry &KernelRegistry::get() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    registerCpuKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+void KernelRegistry::add(llvm::StringRef qualifiedOp, DeviceKind device, KernelFactory factory) {
+  factories_[static_cast<int>(device)][qualifiedOp] = std::move(factory);
+}
+
+const KernelFactory *KernelRegistry::find(llvm::StringRef qualifiedOp, DeviceKind device) const {
+  const auto &table = factories_[static_cast<int>(device)];
+  auto it = table.find(qualifiedOp);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> KernelRegistry::ops(DeviceKind device) const {
+  std::vector<std::string> out;
+  for (const auto &e : factories_[static_cast<int>(device)])
+    out.push_back(e.getKey().str());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace partita::rt

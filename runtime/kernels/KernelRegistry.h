@@ -1,0 +1,25 @@
+//===- KernelRegistry.h - (domain, op, device) -> kernel factory ----------===//
+#pragma once
+#include "runtime/kernels/Kernel.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace partita::rt {
+
+class KernelRegistry {
+public:
+  /// The registry with every built-in device's kernels.
+  static const KernelRegistry &get();
+
+  /// `qualifiedOp` is "Op" for ai.onnx, "domain.Op" otherwise.
+  void add(llvm::StringRef qualifiedOp, DeviceKind device, KernelFactory factory);
+  const KernelFactory *find(llvm::StringRef qualifiedOp, DeviceKind device) const;
+  std::vector<std::string> ops(DeviceKind device) const;
+
+private:
+  llvm::StringMap<KernelFactory> factories_[2];
+};
+
+/// Registration entry of each device's kernel set.
+void registerCpuKernels(KernelRegistry &r);
+
+} // namespace partita::rt
