@@ -15,6 +15,39 @@ namespace {
 
 constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
 
+/// Bytes of a TensorProto's inline data (raw_data or typed fields).
+llvm::Expected<std::shared_ptr<const std::vector<uint8_t>>> inlineBytes(const onnx::TensorProto &t,
+                                                                    DType dtype, int64_t numel) {
+  size_t expected = static_cast<size_t>(numel) * dtypeSize(dtype);
+  auto bytes = std::make_shared<std::vector<uint8_t>>();
+  if (t.has_raw_data()) {
+    bytes->assign(t.raw_data().begin(), t.raw_data().end());
+  } else {
+    Tensor tmp;
+    if (t.float_data_size())
+      tmp = Tensor::fromDoubles(dtype, {}, std::vector<double>(t.float_data().begin(), t.float_data().end()));
+    else if (t.double_data_size())
+      tmp = Tensor::fromDoubles(dtype, {}, std::vector<double>(t.double_data().begin(), t.double_data().end()));
+    else if (t.int64_data_size())
+      tmp = Tensor::fromInts(dtype, {}, std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end()));
+    else if (t.int32_data_size() && (dtype == DType::F16 || dtype == DType::BF16)) {
+      // 16-bit floats are stored as their bit patterns in int32_data.
+      for (int32_t bitsVal : t.int32_data()) {
+        bytes->push_back(static_cast<uint8_t>(bitsVal & 0xff));
+        bytes->push_back(static_cast<uint8_t>((bitsVal >> 8) & 0xff));
+      }
+    } else if (t.int32_data_size())
+      tmp = Tensor::fromInts(dtype, {}, std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end()));
+    if (tmp.data())
+      bytes->assign(tmp.data(), tmp.data() + tmp.byteSize());
+  }
+  if (bytes->size() != expected)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "tensor '" + t.name() + "' holds " + llvm::Twine(bytes->size()) +
+                " bytes, its type needs " + llvm::Twine(expected));
+  return std::shared_ptr<const std::vector<uint8_t>>(std::move(bytes));
+}
+
+
 class Importer {
 public:
   Importer(llvm::StringRef path, const ImportOptions &opts) : path_(path.str()), opts_(opts) {}
@@ -106,6 +139,11 @@ private:
   }
 
   llvm::Error importInput(const onnx::ValueInfoProto &in) {
+    auto fixedValue = opts_.inputValues.find(in.name());
+    if (fixedValue != opts_.inputValues.end()) {
+      scope_[in.name()] = g_->createConstant(fixedValue->second, in.name());
+      return llvm::Error::success();
+    }
     if (!in.type().has_tensor_type())
       return fail("input '" + in.name() + "' is not a tensor");
     const auto &tt = in.type().tensor_type();
@@ -138,38 +176,6 @@ private:
     }
     scope_[in.name()] = g_->addInput(in.name(), type);
     return llvm::Error::success();
-  }
-
-  /// Bytes of a TensorProto's inline data (raw_data or typed fields).
-  llvm::Expected<std::shared_ptr<const std::vector<uint8_t>>> inlineBytes(const onnx::TensorProto &t,
-                                                                        DType dtype, int64_t numel) {
-    size_t expected = static_cast<size_t>(numel) * dtypeSize(dtype);
-    auto bytes = std::make_shared<std::vector<uint8_t>>();
-    if (t.has_raw_data()) {
-      bytes->assign(t.raw_data().begin(), t.raw_data().end());
-    } else {
-      Tensor tmp;
-      if (t.float_data_size())
-        tmp = Tensor::fromDoubles(dtype, {}, std::vector<double>(t.float_data().begin(), t.float_data().end()));
-      else if (t.double_data_size())
-        tmp = Tensor::fromDoubles(dtype, {}, std::vector<double>(t.double_data().begin(), t.double_data().end()));
-      else if (t.int64_data_size())
-        tmp = Tensor::fromInts(dtype, {}, std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end()));
-      else if (t.int32_data_size() && (dtype == DType::F16 || dtype == DType::BF16)) {
-        // 16-bit floats are stored as their bit patterns in int32_data.
-        for (int32_t bitsVal : t.int32_data()) {
-          bytes->push_back(static_cast<uint8_t>(bitsVal & 0xff));
-          bytes->push_back(static_cast<uint8_t>((bitsVal >> 8) & 0xff));
-        }
-      } else if (t.int32_data_size())
-        tmp = Tensor::fromInts(dtype, {}, std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end()));
-      if (tmp.data())
-        bytes->assign(tmp.data(), tmp.data() + tmp.byteSize());
-    }
-    if (bytes->size() != expected)
-      return fail("initializer '" + t.name() + "' holds " + llvm::Twine(bytes->size()) +
-                  " bytes, its type needs " + llvm::Twine(expected));
-    return std::shared_ptr<const std::vector<uint8_t>>(std::move(bytes));
   }
 
   llvm::Expected<WeightRef> externalRef(const onnx::TensorProto &t, size_t expected) {
@@ -341,6 +347,20 @@ private:
 
 llvm::Expected<std::unique_ptr<Graph>> importOnnx(llvm::StringRef path, const ImportOptions &opts) {
   return Importer(path, opts).run();
+}
+
+llvm::Expected<Tensor> tensorFromOnnx(const onnx::TensorProto &t) {
+  auto dtype = dtypeFromOnnx(t.data_type());
+  if (!dtype)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "tensor '" + t.name() + "' has unsupported element type " + llvm::Twine(t.data_type()));
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "tensor '" + t.name() + "' uses external data");
+  Shape shape(t.dims().begin(), t.dims().end());
+  auto bytes = inlineBytes(t, *dtype, numElements(shape));
+  if (!bytes)
+    return bytes.takeError();
+  return Tensor(*dtype, shape, *bytes);
 }
 
 llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &opts) {

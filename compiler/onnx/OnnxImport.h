@@ -5,11 +5,19 @@
 #include "llvm/Support/Error.h"
 #include <memory>
 
+namespace onnx {
+class TensorProto;
+}
+
 namespace partita {
 
 struct ImportOptions {
   /// Fixes input dimensions: name → full static shape (from --input-shape).
   llvm::StringMap<Shape> inputShapes;
+  /// Inputs whose values are fixed at compile time: they become Constants and
+  /// the program is specialised to them (a static-shape compiler needs the
+  /// values of inputs that feed shape operands, e.g. Reshape's shape).
+  llvm::StringMap<Tensor> inputValues;
   /// How diagnostics name the option that sets input shapes.
   std::string shapeFlag = "--input-shape";
 };
@@ -19,6 +27,9 @@ struct ImportOptions {
 /// reference; external data is checked for presence and size, not read.
 /// Errors name the file, and the node, op and opset where there is one.
 llvm::Expected<std::unique_ptr<Graph>> importOnnx(llvm::StringRef path, const ImportOptions &opts);
+
+/// A TensorProto with inline data (raw_data or typed fields) as a Tensor.
+llvm::Expected<Tensor> tensorFromOnnx(const onnx::TensorProto &t);
 
 /// Parses "ids=2x64" into (name, shape).
 llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &opts);

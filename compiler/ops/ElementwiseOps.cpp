@@ -30,8 +30,9 @@ llvm::Error inferBroadcast(const InferContext &c, std::vector<TensorType> &outs,
     return c.error("shapes " + s + " do not broadcast");
   }
   // Where's value operands are inputs 1 and 2; every other op's type is input 0's.
+  // Pow's exponent may have its own type.
   size_t typed = c.node.is("Where") ? 1 : 0;
-  for (size_t i = typed + 1; i < c.types.size(); ++i)
+  for (size_t i = typed + 1; i < c.types.size() && !c.node.is("Pow"); ++i)
     if (c.type(i).dtype != c.type(typed).dtype)
       return c.error("operand types " + dtypeName(c.type(typed).dtype) + " and " +
                      dtypeName(c.type(i).dtype) + " differ");
@@ -90,6 +91,20 @@ void addBinary(OpRegistry &r, llvm::StringRef op, BinaryFn fn, bool toBool) {
                    2, 2});
 }
 
+/// Max, Min, Sum, Mean: one or more operands, broadcast together.
+void addVariadic(OpRegistry &r, llvm::StringRef op, BinaryFn fn, bool average) {
+  r.add(op, OpInfo{[](const InferContext &c, std::vector<TensorType> &o) { return inferBroadcast(c, o, false); },
+                   [fn, average](const Node &, llvm::ArrayRef<Tensor> in) -> llvm::Expected<std::vector<Tensor>> {
+                     return std::vector<Tensor>{mapBroadcast(in, in[0].dtype(), [&](llvm::ArrayRef<double> a) {
+                       double acc = a[0];
+                       for (size_t k = 1; k < a.size(); ++k)
+                         acc = fn(acc, a[k]);
+                       return average ? acc / static_cast<double>(a.size()) : acc;
+                     })};
+                   },
+                   1, -1});
+}
+
 double erfGelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double tanhGelu(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -126,8 +141,10 @@ void registerElementwiseOps(OpRegistry &r) {
   addBinary(r, "Mul", [](double a, double b) { return a * b; }, false);
   addBinary(r, "Div", [](double a, double b) { return a / b; }, false);
   addBinary(r, "Pow", [](double a, double b) { return std::pow(a, b); }, false);
-  addBinary(r, "Max", [](double a, double b) { return std::max(a, b); }, false);
-  addBinary(r, "Min", [](double a, double b) { return std::min(a, b); }, false);
+  addVariadic(r, "Max", [](double a, double b) { return std::max(a, b); }, false);
+  addVariadic(r, "Min", [](double a, double b) { return std::min(a, b); }, false);
+  addVariadic(r, "Sum", [](double a, double b) { return a + b; }, false);
+  addVariadic(r, "Mean", [](double a, double b) { return a + b; }, true);
   addBinary(r, "Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }, true);
   addBinary(r, "Less", [](double a, double b) { return a < b ? 1.0 : 0.0; }, true);
   addBinary(r, "LessOrEqual", [](double a, double b) { return a <= b ? 1.0 : 0.0; }, true);

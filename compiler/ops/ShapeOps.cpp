@@ -495,6 +495,30 @@ void registerShapeOps(OpRegistry &r) {
                           },
                           2, 2});
   r.add("Transpose", OpInfo{inferTranspose, evalTranspose, 1, 1});
+  r.add("Flatten", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
+                            const Shape &s = c.type(0).shape;
+                            int64_t rank = static_cast<int64_t>(s.size());
+                            int64_t axis = c.node.intAttr("axis", 1);
+                            if (axis < -rank || axis > rank)
+                              return c.error("axis " + llvm::Twine(axis) + " out of range for rank " + llvm::Twine(rank));
+                            if (axis < 0)
+                              axis += rank;
+                            int64_t outer = numElements(llvm::ArrayRef<int64_t>(s).take_front(axis));
+                            o.push_back(TensorType{c.type(0).dtype, {outer, numElements(s) / std::max<int64_t>(outer, 1)}, true});
+                            if (outer == 0)
+                              o.back().shape[1] = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis));
+                            return llvm::Error::success();
+                          },
+                          [](const Node &n, llvm::ArrayRef<Tensor> in) -> Result {
+                            const Shape &s = in[0].shape();
+                            int64_t rank = static_cast<int64_t>(s.size()), axis = n.intAttr("axis", 1);
+                            if (axis < 0)
+                              axis += rank;
+                            int64_t outer = numElements(llvm::ArrayRef<int64_t>(s).take_front(axis));
+                            int64_t inner = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis));
+                            return std::vector<Tensor>{withShape(in[0], {outer, inner})};
+                          },
+                          1, 1});
   r.add("Unsqueeze", squeezeOp(true));
   r.add("Squeeze", squeezeOp(false));
   r.add("Concat", OpInfo{inferConcat, evalConcat, 1, -1});

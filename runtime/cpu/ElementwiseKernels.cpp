@@ -99,7 +99,7 @@ private:
 
 template <typename F> void addBinary(KernelRegistry &r, llvm::StringRef op, F f) {
   r.add(op, DeviceKind::CPU, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
-    if (!allOfType(n, DType::F32))
+    if (!allOfType(n, DType::F32) || n.numInputs() != 2)
       return makeFallbackKernel(n);
     return std::unique_ptr<Kernel>(
         new BinaryKernel<F>(f, n.input(0)->type().shape, n.input(1)->type().shape, n.output()->type().shape));

@@ -187,10 +187,14 @@ void registerMovementKernels(KernelRegistry &r) {
   for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten"})
     r.add(op, DeviceKind::CPU, makeCopy);
   r.add("Dropout", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    // Training mode with ratio 0 is still the identity; a real drop needs a
+    // random generator, which this runtime does not have yet.
     if (n.input(2)) {
       const Tensor *mode = constantValue(n.input(2));
-      if (!mode || mode->intAt(0) != 0)
-        return kernelError(n, "training-mode Dropout is not supported by the inference runtime");
+      const Tensor *ratio = n.input(1) ? constantValue(n.input(1)) : nullptr;
+      bool dropsNothing = mode && (mode->intAt(0) == 0 || (ratio && ratio->at(0) == 0.0));
+      if (!dropsNothing)
+        return kernelError(n, "training-mode Dropout with a non-zero ratio is not supported");
     }
     return std::make_unique<CopyKernel>();
   });
