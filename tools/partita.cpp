@@ -49,6 +49,7 @@ static cl::opt<std::string> runOutDir("output-dir", cl::desc("Folder for the out
 static cl::opt<int> runThreads("threads", cl::desc("Threads (default: all cores)"), cl::init(0), cl::sub(runCmd));
 static cl::opt<int> runRepeat("repeat", cl::desc("Run this many times and report the median time"),
                               cl::init(1), cl::sub(runCmd));
+static cl::opt<bool> runProfile("profile", cl::desc("Print time per op type"), cl::init(false), cl::sub(runCmd));
 static cl::opt<bool> runStats("stats", cl::desc("Print memory plan and timing"), cl::init(false), cl::sub(runCmd));
 
 static llvm::Error runError(const llvm::Twine &msg) {
@@ -100,6 +101,7 @@ static int runModelCommand() {
   auto program = rt::Program::load(**g, device);
   if (!program)
     return reportError(tool, program.takeError());
+  (*program)->setProfiling(runProfile);
   llvm::StringMap<rt::TensorView> views;
   for (auto &entry : inputs) {
     rt::TensorView v;
@@ -110,6 +112,11 @@ static int runModelCommand() {
   }
   std::vector<double> times;
   llvm::Expected<std::vector<rt::TensorView>> outs = std::vector<rt::TensorView>{};
+  if (runRepeat > 1) { // warm-up (oneDNN JIT, first-touch pages), not timed
+    if (auto warm = (*program)->run(views); !warm)
+      return reportError(tool, warm.takeError());
+    (*program)->clearProfile();
+  }
   for (int i = 0; i < runRepeat; ++i) {
     auto start = std::chrono::steady_clock::now();
     outs = (*program)->run(views);
@@ -136,6 +143,17 @@ static int runModelCommand() {
                  << llvm::format("%.3f", st.lowerBoundBytes ? double(st.arenaBytes) / st.lowerBoundBytes : 1.0)
                  << "), threads " << omp_get_max_threads() << ", median " << llvm::format("%.3f", times[times.size() / 2])
                  << " ms over " << times.size() << " runs\n";
+  }
+  if (runProfile) {
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (const auto &[op, entry] : (*program)->profile()) {
+      rows.push_back({entry.first / runRepeat, op + " x" + std::to_string(entry.second / runRepeat)});
+      total += entry.first / runRepeat;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    for (const auto &[ms, op] : rows)
+      llvm::outs() << llvm::format("%10.3f ms %5.1f%%  ", ms, 100 * ms / total) << op << "\n";
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 //===- NormKernels.cpp - Softmax, LogSoftmax, LayerNormalization (f32) ----===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Dnnl.h"
 #include "runtime/cpu/Parallel.h"
 #include <cmath>
 
@@ -87,10 +88,20 @@ public:
           sq += d * d;
         }
         float rstd = 1.0f / std::sqrt(sq / static_cast<float>(len) + eps_);
-        // scale/bias broadcast over the normalized dims (trailing-aligned).
-        for (int64_t i = 0; i < len; ++i) {
-          float v = (px[i] - mean) * rstd * g[i % gl];
-          py[i] = bias ? v + bias[i % bl] : v;
+        // scale/bias broadcast over the normalized dims (trailing-aligned);
+        // the common case (both cover them exactly) is a plain vector loop.
+        if (gl == len && (!bias || bl == len)) {
+          if (bias)
+            for (int64_t i = 0; i < len; ++i)
+              py[i] = (px[i] - mean) * rstd * g[i] + bias[i];
+          else
+            for (int64_t i = 0; i < len; ++i)
+              py[i] = (px[i] - mean) * rstd * g[i];
+        } else {
+          for (int64_t i = 0; i < len; ++i) {
+            float v = (px[i] - mean) * rstd * g[i % gl];
+            py[i] = bias ? v + bias[i % bl] : v;
+          }
         }
         if (meanOut)
           meanOut[r] = mean;
@@ -106,11 +117,34 @@ private:
   int64_t rows_ = 1, len_ = 1, scaleLen_ = 1, biasLen_ = 0;
 };
 
+/// Softmax over a contiguous last axis: oneDNN's JIT softmax primitive.
+class DnnlSoftmaxKernel final : public Kernel {
+public:
+  DnnlSoftmaxKernel(int64_t rows, int64_t len) {
+    desc_ = dnnl::memory::desc({rows, len}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, desc_, 1);
+    prim_ = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, dnnlEngine()));
+  }
+  llvm::Error run(KernelContext &ctx) override {
+    const auto &engine = dnnlEngine();
+    prim_.execute(dnnlStream(), {{DNNL_ARG_SRC, dnnl::memory(desc_, engine, ctx.inputs[0].data)},
+                                 {DNNL_ARG_DST, dnnl::memory(desc_, engine, ctx.outputs[0].data)}});
+    return llvm::Error::success();
+  }
+
+private:
+  dnnl::memory::desc desc_;
+  dnnl::softmax_forward prim_;
+};
+
 llvm::Expected<std::unique_ptr<Kernel>> makeSoftmax(const Node &n, bool log) {
   if (!allOfType(n, DType::F32))
     return kernelError(n, "the CPU softmax kernel supports f32 only");
-  int64_t axis = normalizeAxis(n.intAttr("axis", -1), n.input(0)->type().rank());
-  return std::unique_ptr<Kernel>(new SoftmaxKernel(n.input(0)->type().shape, axis, log));
+  const Shape &s = n.input(0)->type().shape;
+  int64_t axis = normalizeAxis(n.intAttr("axis", -1), static_cast<int64_t>(s.size()));
+  if (!log && axis == static_cast<int64_t>(s.size()) - 1 && numElements(s) > 0)
+    return std::unique_ptr<Kernel>(new DnnlSoftmaxKernel(numElements(s) / s.back(), s.back()));
+  return std::unique_ptr<Kernel>(new SoftmaxKernel(s, axis, log));
 }
 
 } // namespace

@@ -2,12 +2,25 @@
 #include "runtime/executor/Program.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <chrono>
 
 namespace partita::rt {
 
 namespace {
 llvm::Error loadError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// The single-input consumer of `n`'s only result that the device can fuse
+/// into `n`'s kernel, or nullptr.
+const Node *fusibleEpilogue(const Graph &g, const Node &n, DeviceKind device) {
+  if (n.numOutputs() != 1 || n.output()->users().size() != 1 || g.isGraphOutput(n.output()))
+    return nullptr;
+  const Node *u = n.output()->users()[0];
+  if (u->numInputs() != 1 || u->numOutputs() != 1)
+    return nullptr;
+  return KernelRegistry::get().findEpilogue(n.qualifiedOp(), u->qualifiedOp(), device) ? u : nullptr;
 }
 } // namespace
 
@@ -57,7 +70,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   }
 
   const KernelRegistry &registry = KernelRegistry::get();
+  // Elementwise consumers folded into their producer's kernel (epilogue fusion).
+  llvm::DenseSet<const Node *> absorbed;
   for (const Node *n : g.nodes()) {
+    if (absorbed.count(n))
+      continue;
     if (n->is("Weight") || n->is("Constant")) {
       Tensor value;
       if (n->is("Weight")) {
@@ -77,17 +94,32 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       newSlot(n->output(), Home::Static, p->statics_.size() - 1);
       continue;
     }
-    const KernelFactory *factory = registry.find(n->qualifiedOp(), device.kind());
-    if (!factory)
-      return loadError("node " + n->describe() + ": no " + deviceKindName(device.kind()) +
-                       " kernel for this operator");
-    auto kernel = (*factory)(*n);
-    if (!kernel)
-      return kernel.takeError();
-    Step step{n, std::move(*kernel), {}, {}};
+    const Node *last = n; // the node whose results this step writes
+    std::unique_ptr<Kernel> kernel;
+    if (const Node *epilogue = fusibleEpilogue(g, *n, device.kind())) {
+      auto fused = (*registry.findEpilogue(n->qualifiedOp(), epilogue->qualifiedOp(), device.kind()))(*n, *epilogue);
+      if (fused) {
+        kernel = std::move(*fused);
+        absorbed.insert(epilogue);
+        last = epilogue;
+      } else {
+        llvm::consumeError(fused.takeError()); // fall back to two kernels
+      }
+    }
+    if (!kernel) {
+      const KernelFactory *factory = registry.find(n->qualifiedOp(), device.kind());
+      if (!factory)
+        return loadError("node " + n->describe() + ": no " + deviceKindName(device.kind()) +
+                         " kernel for this operator");
+      auto made = (*factory)(*n);
+      if (!made)
+        return made.takeError();
+      kernel = std::move(*made);
+    }
+    Step step{n, std::move(kernel), {}, {}};
     for (const Value *in : n->inputs())
       step.inputs.push_back(in ? slotOf.lookup(in) : -1);
-    for (const Value *out : n->outputs()) {
+    for (const Value *out : last->outputs()) {
       auto it = outputIndex.find(out);
       step.outputs.push_back(it != outputIndex.end() ? newSlot(out, Home::Output, it->second)
                                                      : newSlot(out, Home::Arena, 0));
@@ -176,8 +208,15 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       outs.push_back(v);
     }
     KernelContext ctx{device_, ins, outs};
+    auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return std::move(err);
+    if (profiling_) {
+      device_.synchronize();
+      auto &entry = profile_[step.node->qualifiedOp()];
+      entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      ++entry.second;
+    }
   }
   device_.synchronize();
   std::vector<TensorView> results;

@@ -12,6 +12,7 @@
 #include "runtime/executor/MemoryPlanner.h"
 #include "runtime/kernels/Kernel.h"
 #include "llvm/ADT/StringMap.h"
+#include <map>
 #include <memory>
 
 namespace partita::rt {
@@ -46,6 +47,11 @@ public:
 
   const ProgramStats &stats() const { return stats_; }
 
+  /// When on, run() accumulates wall time per op type (qualified name).
+  void setProfiling(bool on) { profiling_ = on; }
+  const std::map<std::string, std::pair<double, int>> &profile() const { return profile_; }
+  void clearProfile() { profile_.clear(); }
+
 private:
   explicit Program(Device &device) : device_(device) {}
 
@@ -76,6 +82,8 @@ private:
   std::vector<std::string> outputNames_;
   std::vector<int> outputSlots_;
   ProgramStats stats_;
+  bool profiling_ = false;
+  std::map<std::string, std::pair<double, int>> profile_; // op -> (ms, calls)
 };
 
 } // namespace partita::rt

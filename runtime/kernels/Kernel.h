@@ -31,6 +31,12 @@ public:
 /// why this device cannot run it (e.g. an unsupported dtype).
 using KernelFactory = std::function<llvm::Expected<std::unique_ptr<Kernel>>(const Node &node)>;
 
+/// Builds one kernel computing `consumer(producer(...))` where the consumer is
+/// an elementwise epilogue (e.g. Linear followed by GELU): the intermediate is
+/// never written to memory.
+using EpilogueFactory =
+    std::function<llvm::Expected<std::unique_ptr<Kernel>>(const Node &producer, const Node &consumer)>;
+
 /// Error naming the node, for factories and kernels.
 llvm::Error kernelError(const Node &node, const llvm::Twine &msg);
 

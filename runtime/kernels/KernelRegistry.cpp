@@ -28,6 +28,18 @@ const KernelFactory *KernelRegistry::find(llvm::StringRef qualifiedOp, DeviceKin
   return it == table.end() ? nullptr : &it->second;
 }
 
+void KernelRegistry::addEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device,
+                                 EpilogueFactory f) {
+  epilogues_[static_cast<int>(device)][(producer + "+" + consumer).str()] = std::move(f);
+}
+
+const EpilogueFactory *KernelRegistry::findEpilogue(llvm::StringRef producer, llvm::StringRef consumer,
+                                                    DeviceKind device) const {
+  const auto &table = epilogues_[static_cast<int>(device)];
+  auto it = table.find((producer + "+" + consumer).str());
+  return it == table.end() ? nullptr : &it->second;
+}
+
 std::vector<std::string> KernelRegistry::ops(DeviceKind device) const {
   std::vector<std::string> out;
   for (const auto &e : factories_[static_cast<int>(device)])

@@ -15,8 +15,13 @@ public:
   const KernelFactory *find(llvm::StringRef qualifiedOp, DeviceKind device) const;
   std::vector<std::string> ops(DeviceKind device) const;
 
+  /// Fused producer+consumer kernels, keyed "Producer+Consumer".
+  void addEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device, EpilogueFactory f);
+  const EpilogueFactory *findEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device) const;
+
 private:
   llvm::StringMap<KernelFactory> factories_[2];
+  llvm::StringMap<EpilogueFactory> epilogues_[2];
 };
 
 /// Registration entry of each device's kernel set.
