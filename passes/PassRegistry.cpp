@@ -10,7 +10,8 @@ void registerAllPasses() {
   done = true;
   for (PassInfo (*make)() : {foldConstantsPass, removeIdentityPass, deadCodeEliminationPass,
                              commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
-                             fuseGeluPass, canonicalizePass})
+                             fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
+                             insertCollectivesPass, localizePass})
     PassRegistry::get().add(make());
 }
 

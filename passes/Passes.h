@@ -12,5 +12,9 @@ PassInfo fuseLinearPass();
 PassInfo fuseLayerNormPass();
 PassInfo fuseGeluPass();
 PassInfo canonicalizePass();
+PassInfo annotateMegatronPass();
+PassInfo propagateShardingPass();
+PassInfo insertCollectivesPass();
+PassInfo localizePass();
 
 } // namespace partita

@@ -2,7 +2,16 @@
 #include "tools/ToolCommon.h"
 #include "compiler/ir/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/executor/Program.h"
+#include "runtime/io/Npy.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
+#include <chrono>
+#include <omp.h>
 
 namespace partita {
 
@@ -25,6 +34,96 @@ llvm::Expected<std::unique_ptr<Graph>> loadGraphFromText(llvm::StringRef text, l
   if (looksLikeOnnx(path, text))
     return importOnnx(path, opts);
   return parseGraph(text, path);
+}
+
+llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::string> specs) {
+  llvm::StringMap<Tensor> inputs;
+  for (const auto &spec : specs) {
+    auto [name, file] = llvm::StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--input '" + spec + "': expected NAME=FILE.npy");
+    if (inputs.count(name))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "--input " + name + " is given twice");
+    auto t = rt::readNpy(file);
+    if (!t)
+      return t.takeError();
+    inputs[name] = *t;
+  }
+  return inputs;
+}
+
+llvm::Error writeOutputFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names,
+                             llvm::ArrayRef<Tensor> values) {
+  if (auto ec = llvm::sys::fs::create_directories(dir))
+    return llvm::createStringError(ec, "cannot create " + dir);
+  for (size_t i = 0; i < names.size(); ++i) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, names[i] + ".npy");
+    if (auto err = rt::writeNpy(path, values[i].dtype(), values[i].shape(), values[i].data()))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts) {
+  rt::CpuDevice device;
+  auto program = rt::Program::load(g, device, static_cast<const rt::RuntimeEnv *>(opts.env));
+  if (!program)
+    return program.takeError();
+  (*program)->setProfiling(opts.profile);
+  // Inputs stay in host memory the CPU device can read directly.
+  llvm::StringMap<rt::TensorView> views;
+  for (const auto &entry : inputs) {
+    rt::TensorView v;
+    v.dtype = entry.second.dtype();
+    v.shape = entry.second.shape();
+    v.data = const_cast<uint8_t *>(entry.second.data());
+    views[entry.getKey()] = v;
+  }
+  RunResult result;
+  llvm::Expected<std::vector<rt::TensorView>> outs = std::vector<rt::TensorView>{};
+  if (opts.repeat > 1) { // warm-up (oneDNN JIT, first-touch pages), not timed
+    if (auto warm = (*program)->run(views); !warm)
+      return warm.takeError();
+    (*program)->clearProfile();
+  }
+  for (int i = 0; i < opts.repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    outs = (*program)->run(views);
+    if (!outs)
+      return outs.takeError();
+    result.millis.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(result.millis.begin(), result.millis.end());
+  for (size_t i = 0; i < outs->size(); ++i) {
+    const rt::TensorView &v = (*outs)[i];
+    auto bytes = std::make_shared<std::vector<uint8_t>>(v.bytes());
+    device.copyToHost(bytes->data(), v.data, v.bytes());
+    result.names.push_back((*program)->outputNames()[i]);
+    result.outputs.emplace_back(v.dtype, v.shape, std::move(bytes));
+  }
+  const auto &st = (*program)->stats();
+  llvm::raw_string_ostream stats(result.statsLine);
+  stats << "kernels " << st.numKernels << ", weights " << st.weightBytes << " B, arena " << st.arenaBytes
+        << " B (lower bound " << st.lowerBoundBytes << " B, ratio "
+        << llvm::format("%.3f", st.lowerBoundBytes ? double(st.arenaBytes) / st.lowerBoundBytes : 1.0)
+        << "), threads " << omp_get_max_threads() << ", median "
+        << llvm::format("%.3f", result.millis[result.millis.size() / 2]) << " ms over " << result.millis.size()
+        << " runs";
+  if (opts.profile) {
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (const auto &[op, entry] : (*program)->profile()) {
+      rows.push_back({entry.first / opts.repeat, op + " x" + std::to_string(entry.second / opts.repeat)});
+      total += entry.first / opts.repeat;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    llvm::raw_string_ostream table(result.profileTable);
+    for (const auto &[ms, op] : rows)
+      table << llvm::format("%10.3f ms %5.1f%%  ", ms, 100 * ms / total) << op << "\n";
+  }
+  return result;
 }
 
 int reportError(llvm::StringRef tool, llvm::Error err) {

@@ -15,6 +15,28 @@ llvm::Expected<std::unique_ptr<Graph>> loadGraphFromText(llvm::StringRef text, l
                                                          const ImportOptions &opts);
 bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents);
 
+/// Reads NAME=FILE.npy specs (the --input option) into host tensors.
+llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::string> specs);
+
+/// Writes each output as DIR/NAME.npy (creating DIR).
+llvm::Error writeOutputFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names,
+                             llvm::ArrayRef<Tensor> values);
+
+/// Runs `g` on `inputs` with a CPU program; results copied to host tensors.
+struct RunOptions {
+  int repeat = 1;
+  bool profile = false;
+  const void *env = nullptr; // rt::RuntimeEnv*, for programs with collectives
+};
+struct RunResult {
+  std::vector<std::string> names;
+  std::vector<Tensor> outputs;
+  std::vector<double> millis; // per timed run, sorted
+  std::string statsLine;      // memory plan and timing summary
+  std::string profileTable;
+};
+llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts);
+
 /// Prints "tool: error: msg" to stderr and returns 1.
 int reportError(llvm::StringRef tool, llvm::Error err);
 

@@ -127,6 +127,15 @@ void Graph::eraseNode(Node *n) {
   n->erased_ = true;
 }
 
+void Graph::replaceGraphOutput(Value *from, Value *to) {
+  for (Value *&o : outputs_)
+    if (o == from)
+      o = to;
+  std::swap(from->name_, to->name_);
+  byName_[from->name_] = from;
+  byName_[to->name_] = to;
+}
+
 bool Graph::isGraphOutput(const Value *v) const {
   return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
 }
@@ -237,6 +246,43 @@ void Graph::setOrder(const std::vector<Node *> &order) {
 Value *Graph::findValue(llvm::StringRef name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second;
+}
+
+std::unique_ptr<Graph> cloneGraph(const Graph &g) {
+  auto c = std::make_unique<Graph>();
+  c->name = g.name;
+  c->opset = g.opset;
+  c->mesh = g.mesh;
+  c->weights = g.weights;
+  c->coverage = g.coverage;
+  llvm::DenseMap<const Value *, Value *> map;
+  auto copyInfo = [](const Value *from, Value *to) {
+    to->type() = from->type();
+    to->sharding() = from->sharding();
+  };
+  for (const Value *in : g.inputs()) {
+    Value *v = c->addInput(in->name(), in->type());
+    copyInfo(in, v);
+    map[in] = v;
+  }
+  for (const Node *n : g.nodes()) {
+    std::vector<Value *> ins;
+    for (const Value *in : n->inputs())
+      ins.push_back(in ? map.lookup(in) : nullptr);
+    std::vector<std::string> outs;
+    for (const Value *out : n->outputs())
+      outs.push_back(out->name());
+    Node *m = c->createNode(n->op(), ins, outs, n->domain(), n->name());
+    for (const auto &[k, a] : n->attrs())
+      m->setAttr(k, a);
+    for (size_t i = 0; i < n->numOutputs(); ++i) {
+      copyInfo(n->output(i), m->output(i));
+      map[n->output(i)] = m->output(i);
+    }
+  }
+  for (const Value *out : g.outputs())
+    c->outputs().push_back(map.lookup(out));
+  return c;
 }
 
 const Tensor *constantValue(const Value *v) {

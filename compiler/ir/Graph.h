@@ -121,6 +121,9 @@ public:
   int64_t opset = 17;
   Mesh mesh;
   WeightStore weights;
+  /// What the sharding passes decided per transformer block, for reports
+  /// (`partita inspect`, plan.json). Not part of the text form.
+  std::vector<std::string> coverage;
 
   /// Raises the opset when a rewrite introduces an op from a newer one
   /// (LayerNormalization: 17). Opsets 13-17 agree on every op Partita reads.
@@ -145,6 +148,9 @@ public:
   /// `takeName`, `to` takes over `from`'s name (unless `to` is a graph input or
   /// output), so rewrites keep value and graph output names stable.
   void replaceAllUsesWith(Value *from, Value *to, bool takeName = false);
+  /// Makes `to` the graph output in place of `from` (other uses of `from`
+  /// stay), and gives `to` the output's name.
+  void replaceGraphOutput(Value *from, Value *to);
   bool isGraphOutput(const Value *v) const;
   bool isGraphInput(const Value *v) const;
 
@@ -170,6 +176,9 @@ private:
   llvm::StringMap<Value *> byName_;
   uint64_t nameCounter_ = 0;
 };
+
+/// A deep copy (values, nodes, shardings, weights by reference).
+std::unique_ptr<Graph> cloneGraph(const Graph &g);
 
 /// Returns the constant tensor a value holds (Constant node), or nullptr.
 const Tensor *constantValue(const Value *v);

@@ -1,5 +1,6 @@
 //===- WeightStore.cpp ----------------------------------------------------===//
 #include "compiler/ir/WeightStore.h"
+#include <cstring>
 #include <fstream>
 
 namespace partita {
@@ -9,6 +10,46 @@ const WeightRef *WeightStore::find(llvm::StringRef name) const {
   return it == refs_.end() ? nullptr : &it->second;
 }
 
+WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const {
+  WeightRef v = *this;
+  if (v.viewStart.empty()) {
+    v.viewStart.assign(type.shape.size(), 0);
+    v.storedShape = type.shape;
+  }
+  for (size_t d = 0; d < start.size(); ++d)
+    v.viewStart[d] += start[d];
+  v.type.shape.assign(size.begin(), size.end());
+  return v;
+}
+
+namespace {
+/// Copies the box [start, start+size) out of a row-major tensor of `shape`.
+std::shared_ptr<std::vector<uint8_t>> sliceBox(const uint8_t *data, llvm::ArrayRef<int64_t> shape,
+                                               llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
+                                               size_t elem) {
+  auto out = std::make_shared<std::vector<uint8_t>>(numElements(size) * elem);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0 || out->empty()) {
+    if (!out->empty())
+      std::memcpy(out->data(), data, elem);
+    return out;
+  }
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  int64_t rowLen = size.back(), rows = numElements(size) / rowLen;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, src = start.back();
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      src += (start[d] + rem % size[d]) * strides[d];
+      rem /= size[d];
+    }
+    std::memcpy(out->data() + r * rowLen * elem, data + src * elem, rowLen * elem);
+  }
+  return out;
+}
+} // namespace
+
 llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -17,6 +58,18 @@ llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   const WeightRef *ref = find(name);
   if (!ref || !ref->hasData())
     return fail("no data is attached (graph parsed from IR text?)");
+  if (!ref->viewStart.empty()) {
+    WeightRef whole = *ref;
+    whole.viewStart.clear();
+    whole.type.shape = ref->storedShape;
+    WeightStore one;
+    one.add(name.str(), whole);
+    auto full = one.load(name);
+    if (!full)
+      return full.takeError();
+    return Tensor(ref->type.dtype, ref->type.shape,
+                  sliceBox(full->data(), ref->storedShape, ref->viewStart, ref->type.shape, dtypeSize(ref->type.dtype)));
+  }
   if (ref->inlineBytes)
     return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes);
   std::ifstream in(ref->file, std::ios::binary);

@@ -21,8 +21,15 @@ struct WeightRef {
   uint64_t offset = 0;
   uint64_t length = 0;
   std::shared_ptr<const std::vector<uint8_t>> inlineBytes;
+  /// A box of the stored tensor (per-dim start; `type.shape` is its size):
+  /// how a rank's shard or one of q/k/v of a fused projection refers to the
+  /// original weight without copying it. Empty: the whole stored tensor.
+  Shape viewStart;
+  Shape storedShape; // shape of the bytes at file/inlineBytes when viewStart is set
 
   bool hasData() const { return inlineBytes || !file.empty(); }
+  /// This weight restricted to `start` + `size` (relative to this view).
+  WeightRef view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const;
 };
 
 class WeightStore {

@@ -16,6 +16,7 @@ const OpRegistry &OpRegistry::get() {
     registerShapeOps(r);
     registerReductionOps(r);
     registerNNOps(r);
+    registerCommOps(r);
     return r;
   }();
   return registry;

@@ -10,6 +10,7 @@ void registerCpuKernels(KernelRegistry &r) {
   cpu::registerElementwiseKernels(r);
   cpu::registerNormKernels(r);
   cpu::registerMovementKernels(r);
+  cpu::registerCollectiveKernels(r);
 }
 
 namespace cpu {

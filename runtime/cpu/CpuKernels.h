@@ -9,6 +9,7 @@ void registerGemmKernels(KernelRegistry &r);
 void registerElementwiseKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerMovementKernels(KernelRegistry &r);
+void registerCollectiveKernels(KernelRegistry &r);
 
 /// The reference kernel for `node` (compile-time evaluator on host tensors,
 /// computing in double): correct for every dtype, slow. Fast kernels hand

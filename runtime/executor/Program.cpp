@@ -33,8 +33,9 @@ Program::~Program() {
     device_.deallocate(arena_);
 }
 
-llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device) {
+llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device, const RuntimeEnv *env) {
   std::unique_ptr<Program> p(new Program(device));
+  p->env_ = env;
   llvm::DenseMap<const Value *, int> slotOf;
   auto newSlot = [&](const Value *v, Home home, size_t index) {
     Slot s;
@@ -207,7 +208,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       v.data = addressOf(slots_[id]);
       outs.push_back(v);
     }
-    KernelContext ctx{device_, ins, outs};
+    KernelContext ctx{device_, ins, outs, env_};
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return std::move(err);

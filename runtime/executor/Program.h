@@ -31,7 +31,10 @@ public:
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
 
-  static llvm::Expected<std::unique_ptr<Program>> load(const Graph &g, Device &device);
+  /// `env` supplies the communicators of collective ops (may be null for a
+  /// program without them); it must outlive the program.
+  static llvm::Expected<std::unique_ptr<Program>> load(const Graph &g, Device &device,
+                                                       const RuntimeEnv *env = nullptr);
 
   struct InputSpec {
     std::string name;
@@ -72,6 +75,7 @@ private:
   void *addressOf(const Slot &s) const;
 
   Device &device_;
+  const RuntimeEnv *env_ = nullptr;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   std::vector<void *> statics_;

@@ -15,10 +15,13 @@
 
 namespace partita::rt {
 
+struct RuntimeEnv;
+
 struct KernelContext {
   Device &device;
   const std::vector<TensorView> &inputs;
   std::vector<TensorView> &outputs;
+  const RuntimeEnv *env = nullptr; // communicators, for collective kernels
 };
 
 class Kernel {

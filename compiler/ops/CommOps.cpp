@@ -1,0 +1,50 @@
+//===- CommOps.cpp - Partita's collective and resharding ops --------------===//
+//
+//   partita.Reshard(x)                          sharding change, still to be planned
+//   partita.AllReduce(x)     {axis}             Partial -> Replicated (sum)
+//   partita.AllGather(x)     {axis, dim}        Split(dim) -> Replicated
+//   partita.ReduceScatter(x) {axis, dim}        Partial -> Split(dim)
+//   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication
+//
+// In the global IR shapes are global, so every one of them keeps its operand's
+// type. After localize the ops carry `parts` (the axis size) and their types
+// are per-rank: AllGather multiplies `dim` by parts, ReduceScatter and
+// ShardSlice divide it.
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
+
+namespace partita {
+
+namespace {
+OpInfo commOp(int scale) { // +1: dim grows by parts, -1: shrinks, 0: unchanged
+  return OpInfo{[scale](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
+                  TensorType t = c.type(0);
+                  int64_t parts = c.node.intAttr("parts", 0);
+                  if (parts > 0 && scale != 0) {
+                    int64_t dim = normalizeAxis(c.node.intAttr("dim", 0), t.rank());
+                    if (dim < 0)
+                      return c.error("dim out of range");
+                    if (scale > 0)
+                      t.shape[dim] *= parts;
+                    else if (t.shape[dim] % parts != 0)
+                      return c.error("dimension " + llvm::Twine(t.shape[dim]) + " does not split into " +
+                                     llvm::Twine(parts) + " parts");
+                    else
+                      t.shape[dim] /= parts;
+                  }
+                  o.push_back(t);
+                  return llvm::Error::success();
+                },
+                {}, 1, 1};
+}
+} // namespace
+
+void registerCommOps(OpRegistry &r) {
+  r.add("partita.Reshard", commOp(0));
+  r.add("partita.AllReduce", commOp(0));
+  r.add("partita.AllGather", commOp(+1));
+  r.add("partita.ReduceScatter", commOp(-1));
+  r.add("partita.ShardSlice", commOp(-1));
+}
+
+} // namespace partita

@@ -1,0 +1,316 @@
+//===- AnnotateMegatron.cpp - annotate-megatron pass ----------------------===//
+//
+// Seeds Megatron's tensor-parallel layout on the weights of a canonical graph;
+// propagate-sharding derives every other value from these seeds and
+// insert-collectives places the communication. The layout is found from the
+// math of each op, not from fixed patterns:
+//
+//  * A projection whose input can be split on its feature dim with no
+//    communication back to earlier projections is row-parallel (weight
+//    {S(tp),R}); those earlier projections are column-parallel ({R,S(tp)}, bias
+//    split). The search runs each op's backward sharding rule, so attention
+//    (through head reshapes, transposes, QK^T, masking, softmax, PV), any MLP
+//    activation and gated MLPs (SwiGLU's Mul of two projections) all pair up.
+//    A projection whose output is split into q/k/v is first cut into three
+//    projections over views of its weight: a contiguous column split of the
+//    fused weight would hand each rank a wrong mix of q, k and v.
+//  * An embedding Gather of a weight's rows is vocab-parallel ({S(tp),R}).
+//  * A projection producing a graph output (the LM head) is column-parallel
+//    over the vocabulary.
+//
+// Attention and MLP blocks that cannot be sharded are errors naming the block
+// and the reason, unless allow-replicated=1. The decisions are listed in the
+// graph's coverage report.
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
+#include "passes/PatternMatch.h"
+#include "passes/Passes.h"
+#include "passes/sharding/ShardingRules.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace partita {
+
+namespace {
+
+constexpr const char *kAxis = "tp";
+
+/// The 2-D Weight a projection multiplies by (operand 1), or nullptr.
+Node *projectionWeight(const Node *n) {
+  // (also used on const nodes by the coverage walk)
+  if (!(n->is("Linear", "partita") || n->is("MatMul")))
+    return nullptr;
+  Node *w = n->input(1) ? n->input(1)->definingNode() : nullptr;
+  return w && w->is("Weight") && w->output()->type().rank() == 2 ? w : nullptr;
+}
+
+/// Backward search from a row-parallel candidate's input.
+struct PairSearch {
+  int64_t parts;
+  llvm::DenseMap<const Value *, Layout> wants;
+  std::vector<Node *> columns;
+  bool sawSoftmax = false;
+  std::string why;
+
+  bool want(const Value *v, const Layout &l) {
+    auto it = wants.find(v);
+    if (it != wants.end()) {
+      if (it->second == l)
+        return true;
+      why = "value %" + v->name() + " would need two different layouts";
+      return false;
+    }
+    wants[v] = l;
+    if (l.isReplicated())
+      return true;
+    Node *d = v->definingNode();
+    if (!d) {
+      why = "graph input %" + v->name() + " would need to be split";
+      return false;
+    }
+    if (d->is("Weight") || d->is("Constant"))
+      return true; // sliced locally
+    if (projectionWeight(d) && l.dim == v->type().rank() - 1) {
+      if (v->type().shape.back() % parts != 0) {
+        why = "projection " + d->describe() + " has " + std::to_string(v->type().shape.back()) +
+              " output features, not divisible by tp=" + std::to_string(parts);
+        return false;
+      }
+      columns.push_back(d);
+      return true;
+    }
+    auto ops = backwardLayouts(*d, v->resultIndex(), l, parts, why);
+    if (!ops)
+      return false;
+    sawSoftmax |= d->is("Softmax");
+    for (size_t i = 0; i < d->numInputs(); ++i)
+      if (d->input(i) && !want(d->input(i), (*ops)[i]))
+        return false;
+    return true;
+  }
+};
+
+class AnnotateMegatron : public Pass {
+public:
+  llvm::StringRef name() const override { return "annotate-megatron"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "tp") {
+      if (value.getAsInteger(10, tp_) || tp_ < 1)
+        return passError(name(), "option tp expects a positive integer, got '" + value + "'");
+      return llvm::Error::success();
+    }
+    if (key == "allow-replicated") {
+      allowReplicated_ = value == "1" || value == "true";
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
+
+  llvm::Error run(Graph &g) override {
+    g.mesh.axes = {MeshAxis{kAxis, tp_}};
+    g.coverage.clear();
+    unfuseSplitProjections(g);
+    if (auto err = g.sortTopologically())
+      return err;
+    std::vector<std::string> problems;
+    llvm::DenseSet<const Node *> assigned;
+    llvm::DenseSet<const Node *> coveredSoftmax;
+    llvm::DenseMap<const Node *, std::string> rowWhy; // why a row-parallel search from it failed
+
+    // Row/column pairs (attention and MLP blocks).
+    for (Node *n : g.nodes()) {
+      Node *w = n->isErased() ? nullptr : projectionWeight(n);
+      if (!w || assigned.count(n) || n->input(0)->type().rank() < 1)
+        continue;
+      PairSearch search{tp_, {}, {}, false, ""};
+      int64_t last = n->input(0)->type().rank() - 1;
+      bool found = n->input(0)->type().shape.back() % tp_ == 0 && search.want(n->input(0), Layout::split(last)) &&
+                   !search.columns.empty();
+      if (!found) {
+        rowWhy[n] = search.why;
+        continue;
+      }
+      bool clash = false;
+      for (Node *c : search.columns)
+        clash |= assigned.count(c) > 0;
+      if (clash)
+        continue;
+      std::string kind = search.sawSoftmax ? "attention" : "mlp";
+      std::string cols;
+      for (Node *c : search.columns) {
+        assigned.insert(c);
+        seed(c, 1);
+        cols += (cols.empty() ? "" : ", ") + c->describe();
+      }
+      for (const auto &[v, l] : search.wants)
+        if (const Node *d = v->definingNode(); d && d->is("Softmax"))
+          coveredSoftmax.insert(d);
+      assigned.insert(n);
+      Node *row = decomposeRowParallel(g, n);
+      assigned.insert(row);
+      seed(row, 0);
+      g.coverage.push_back(kind + " block: sharded; column-parallel " + cols + "; row-parallel " + row->describe());
+    }
+
+    // Token embeddings: Gather of a weight's rows by indices the program is
+    // given (positions and token types looked up by constants stay replicated).
+    for (Node *n : g.nodes()) {
+      if (!n->is("Gather") || n->intAttr("axis", 0) != 0 || constantValue(n->input(1)))
+        continue;
+      Node *w = n->input(0)->definingNode();
+      if (!w || !w->is("Weight") || w->output()->type().rank() != 2)
+        continue;
+      int64_t vocab = w->output()->type().shape[0];
+      if (vocab % tp_ != 0) {
+        problems.push_back("embedding " + n->describe() + ": vocabulary " + std::to_string(vocab) +
+                           " is not divisible by tp=" + std::to_string(tp_) +
+                           "; pad the vocabulary to a multiple of " + std::to_string(tp_) +
+                           " (as Megatron's --make-vocab-size-divisible-by does)");
+        continue;
+      }
+      if (w->output()->users().size() == 1)
+        setLayout(w->output(), kAxis, Layout::split(0));
+      g.coverage.push_back("embedding: vocab-parallel " + n->describe());
+    }
+
+    // LM head: an unpaired projection producing a graph output.
+    for (Node *n : g.nodes()) {
+      Node *w = projectionWeight(n);
+      if (!w || assigned.count(n) || !g.isGraphOutput(n->output()))
+        continue;
+      int64_t vocab = w->output()->type().shape[1];
+      if (vocab % tp_ != 0) {
+        problems.push_back("LM head " + n->describe() + ": vocabulary " + std::to_string(vocab) +
+                           " is not divisible by tp=" + std::to_string(tp_) + "; pad the vocabulary");
+        continue;
+      }
+      assigned.insert(n);
+      seed(n, 1);
+      g.coverage.push_back("lm head: vocab-parallel (column) " + n->describe());
+    }
+
+    // Everything else that should have been sharded; attention first, since
+    // its reason (e.g. heads not divisible by tp) explains the projections'.
+    std::vector<std::string> blockProblems;
+    for (Node *n : g.nodes()) {
+      if (n->is("Softmax") && !coveredSoftmax.count(n)) {
+        const Node *row = downstreamProjection(n);
+        std::string why = row && rowWhy.count(row) && !rowWhy[row].empty() ? rowWhy[row]
+                                                                            : "no projection pair splits its heads";
+        blockProblems.push_back("attention block at " + n->describe() + " could not be sharded: " + why);
+      }
+      if (projectionWeight(n) && !assigned.count(n))
+        problems.push_back("projection " + n->describe() + " could not be sharded (no row/column pairing)");
+    }
+    problems.insert(problems.begin(), blockProblems.begin(), blockProblems.end());
+    for (const auto &p : problems)
+      g.coverage.push_back("replicated: " + p);
+    if (!problems.empty() && !allowReplicated_ && tp_ > 1)
+      return passError(name(), problems.front() +
+                                   (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
+                                                              " more; see the coverage report)"
+                                                        : "") +
+                                   "; pass allow-replicated=1 (--allow-replicated) to replicate it");
+    return llvm::Error::success();
+  }
+
+private:
+  int64_t tp_ = 1;
+  bool allowReplicated_ = false;
+
+  /// The first projection reached from `n` through its users.
+  static const Node *downstreamProjection(const Node *n) {
+    std::vector<const Node *> queue = {n};
+    llvm::DenseSet<const Node *> seen = {n};
+    for (size_t i = 0; i < queue.size() && i < 64; ++i)
+      for (const Value *out : queue[i]->outputs())
+        for (const Node *u : out->users()) {
+          if (projectionWeight(u))
+            return u;
+          if (seen.insert(u).second)
+            queue.push_back(u);
+        }
+    return nullptr;
+  }
+
+  /// Sets the weight (and, for column-parallel Linear, the bias) layout.
+  void seed(Node *projection, int64_t weightDim) {
+    setLayout(projection->input(1), kAxis, Layout::split(weightDim));
+    if (weightDim == 1 && projection->numInputs() > 2 && projection->input(2))
+      if (Node *b = projection->input(2)->definingNode(); b && b->is("Weight"))
+        setLayout(projection->input(2), kAxis, Layout::split(0));
+  }
+
+  /// A row-parallel Linear adds its bias after the reduction: MatMul + Add.
+  Node *decomposeRowParallel(Graph &g, Node *n) {
+    if (!n->is("Linear", "partita"))
+      return n;
+    Value *out = n->output();
+    Node *mm = g.createNode("MatMul", {n->input(0), n->input(1)}, {out->name() + ".matmul"}, "", n->name());
+    mm->output()->type() = out->type();
+    Node *add = g.createNode("Add", {mm->output(), n->input(2)}, {out->name()}, "", n->name() + ".bias");
+    add->output()->type() = out->type();
+    g.replaceAllUsesWith(out, add->output(), /*takeName=*/true);
+    g.eraseNode(n);
+    return mm;
+  }
+
+  /// Linear(h, W[K,N], b) → Split(last axis) becomes one Linear per piece over
+  /// views of W and b.
+  void unfuseSplitProjections(Graph &g) {
+    for (Node *split : g.nodes()) {
+      if (!split->is("Split"))
+        continue;
+      Node *lin = split->input(0)->definingNode();
+      Node *w = lin ? projectionWeight(lin) : nullptr;
+      int64_t rank = split->input(0)->type().rank();
+      if (!w || !lin->is("Linear", "partita") || normalizeAxis(split->intAttr("axis", 0), rank) != rank - 1 ||
+          !singleUser(g, lin->output()))
+        continue;
+      Node *b = lin->input(2)->definingNode();
+      if (!b || !b->is("Weight"))
+        continue;
+      int64_t offset = 0, k = w->output()->type().shape[0];
+      for (Value *piece : split->outputs()) {
+        int64_t width = piece->type().shape.back();
+        Value *wv = weightView(g, w, {0, offset}, {k, width});
+        Value *bv = weightView(g, b, {offset}, {width});
+        Node *part = g.createNode("Linear", {lin->input(0), wv, bv}, {piece->name() + ".proj"}, "partita",
+                                  lin->name() + "." + std::to_string(offset / std::max<int64_t>(width, 1)));
+        part->output()->type() = piece->type();
+        g.replaceAllUsesWith(piece, part->output(), /*takeName=*/true);
+        offset += width;
+      }
+      g.eraseNode(split);
+      g.eraseNode(lin);
+    }
+  }
+
+  Value *weightView(Graph &g, Node *weight, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) {
+    std::string base = weight->stringAttr("name", "");
+    std::string name = base + "[";
+    for (size_t d = 0; d < start.size(); ++d)
+      name += (d ? "," : "") + std::to_string(start[d]) + ":" + std::to_string(start[d] + size[d]);
+    name += "]";
+    const WeightRef *ref = g.weights.find(base);
+    g.weights.add(name, ref->view(start, size));
+    Node *v = g.createNode("Weight", {}, {name});
+    v->setAttr("name", Attribute::ofString(name));
+    v->output()->type() = g.weights.find(name)->type;
+    return v->output();
+  }
+};
+
+} // namespace
+
+PassInfo annotateMegatronPass() {
+  return {"annotate-megatron", "Seed Megatron tensor-parallel layouts on weights",
+          "Pairs column- and row-parallel projections through each op's backward sharding rule, "
+          "splits fused q/k/v projections, makes embeddings and the LM head vocab-parallel, and "
+          "reports coverage; unshardable attention/MLP blocks are errors unless allow-replicated=1.",
+          "tp=int (1): tensor-parallel size; allow-replicated=bool (0): replicate what cannot be sharded",
+          [] { return std::make_unique<AnnotateMegatron>(); }};
+}
+
+} // namespace partita

@@ -1,0 +1,36 @@
+//===- Layout.h - a value's layout along one mesh axis ---------------------===//
+//
+// The sharding passes reason about one mesh axis at a time (tensor parallelism
+// shards over `tp`). Along that axis a value is replicated, split on one
+// dimension, or a partial sum. Layout is that projection of a Sharding; it
+// converts back to the IR's Sharding for the axis.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include <optional>
+#include <string>
+
+namespace partita {
+
+struct Layout {
+  int64_t dim = -1;     // split dimension, -1 when not split
+  bool partial = false; // a partial sum over the axis
+
+  static Layout replicated() { return {}; }
+  static Layout split(int64_t d) { return {d, false}; }
+  static Layout partialSum() { return {-1, true}; }
+  bool isReplicated() const { return dim < 0 && !partial; }
+  bool operator==(const Layout &o) const { return dim == o.dim && partial == o.partial; }
+  bool operator!=(const Layout &o) const { return !(*this == o); }
+  std::string str() const;
+};
+
+/// The layout of `v` along `axis` (replicated when it has no sharding).
+Layout layoutOf(const Value *v, llvm::StringRef axis);
+/// Sets `v`'s sharding along `axis` to `l`, keeping other axes.
+void setLayout(Value *v, llvm::StringRef axis, const Layout &l);
+/// Sharding of a rank-`rank` value with layout `l` along `axis` only.
+Sharding toSharding(const Layout &l, llvm::StringRef axis, size_t rank);
+
+} // namespace partita

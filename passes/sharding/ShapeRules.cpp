@@ -1,0 +1,274 @@
+//===- ShapeRules.cpp - Reshape, Transpose, Split, Concat, Slice, (Un)Squeeze, Gather, Expand --===//
+#include "compiler/ops/OpRegistry.h"
+#include "passes/sharding/ShardingRules.h"
+#include <algorithm>
+
+namespace partita {
+
+namespace {
+
+std::vector<Layout> replicatedExcept0(const RuleContext &c, const Layout &l0) {
+  std::vector<Layout> ops(c.node.numInputs(), Layout::replicated());
+  if (!ops.empty())
+    ops[0] = l0;
+  return ops;
+}
+
+RuleResult same(const RuleContext &c, const Layout &l0, const Layout &out) {
+  return RuleResult{replicatedExcept0(c, l0), std::vector<Layout>(c.node.numOutputs(), out)};
+}
+
+// ---- Reshape -------------------------------------------------------------------
+struct Group {
+  int64_t inBegin, inEnd, outBegin, outEnd;
+};
+
+/// Groups of input and output dims with equal products (a reshape only
+/// regroups dims within a group).
+std::vector<Group> reshapeGroups(const Shape &in, const Shape &out) {
+  std::vector<Group> groups;
+  int64_t n = static_cast<int64_t>(in.size()), m = static_cast<int64_t>(out.size()), i = 0, j = 0;
+  while (i < n || j < m) {
+    Group g{i, 0, j, 0};
+    int64_t pi = i < n ? in[i++] : 1, pj = j < m ? out[j++] : 1;
+    while (pi != pj && (i < n || j < m)) {
+      if ((pi < pj && i < n) || j >= m)
+        pi *= in[i++];
+      else
+        pj *= out[j++];
+    }
+    g.inEnd = i;
+    g.outEnd = j;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+int64_t firstNonUnit(const Shape &s, int64_t b, int64_t e) {
+  for (int64_t k = b; k < e; ++k)
+    if (s[k] != 1)
+      return k;
+  return -1;
+}
+
+/// The dim a split on `from`'s dim `k` lands on in `to` (-1: it does not carry).
+int64_t carrySplit(const Shape &from, const Shape &to, int64_t k, int64_t parts, bool forward) {
+  for (const Group &g : forward ? reshapeGroups(from, to) : reshapeGroups(to, from)) {
+    int64_t fb = forward ? g.inBegin : g.outBegin, fe = forward ? g.inEnd : g.outEnd;
+    int64_t tb = forward ? g.outBegin : g.inBegin, te = forward ? g.outEnd : g.inEnd;
+    if (k < fb || k >= fe)
+      continue;
+    int64_t lead = firstNonUnit(to, tb, te);
+    if (firstNonUnit(from, fb, fe) != k || lead < 0 || from[k] % parts || to[lead] % parts)
+      return -1;
+    return lead;
+  }
+  return -1;
+}
+
+RuleResult reshapeForward(const RuleContext &c) {
+  const Layout &in = c.actual[0];
+  if (in.partial)
+    return same(c, in, in);
+  int64_t d = in.dim >= 0 ? carrySplit(c.shape(0), c.outShape(), in.dim, c.parts, true) : -1;
+  return d >= 0 ? same(c, in, Layout::split(d)) : allReplicated(c.node);
+}
+
+std::optional<std::vector<Layout>> reshapeBackward(const RuleContext &c, const Layout &want, std::string &why) {
+  int64_t d = carrySplit(c.outShape(), c.shape(0), want.dim, c.parts, true);
+  if (want.dim < 0 || d < 0) {
+    why = "node " + c.node.describe() + " cannot produce a split of dimension " + std::to_string(want.dim) +
+          " of " + shapeString(c.outShape()) + " from " + shapeString(c.shape(0)) + " (size not divisible by " +
+          std::to_string(c.parts) + " or not the leading dimension of a regrouping)";
+    return std::nullopt;
+  }
+  return replicatedExcept0(c, Layout::split(d));
+}
+
+// ---- Transpose -----------------------------------------------------------------------
+std::vector<int64_t> permOf(const RuleContext &c) {
+  std::vector<int64_t> perm = c.node.intsAttr("perm");
+  if (perm.empty())
+    for (int64_t i = c.rank(0) - 1; i >= 0; --i)
+      perm.push_back(i);
+  return perm;
+}
+
+RuleResult transposeForward(const RuleContext &c) {
+  const Layout &in = c.actual[0];
+  if (in.dim < 0)
+    return same(c, in, in);
+  auto perm = permOf(c);
+  int64_t j = std::find(perm.begin(), perm.end(), in.dim) - perm.begin();
+  return same(c, in, Layout::split(j));
+}
+
+std::optional<std::vector<Layout>> transposeBackward(const RuleContext &c, const Layout &want, std::string &) {
+  return replicatedExcept0(c, Layout::split(permOf(c)[want.dim]));
+}
+
+// ---- Split / Concat / Slice --------------------------------------------------------------
+int64_t axisOf(const RuleContext &c, int64_t rank) { return normalizeAxis(c.node.intAttr("axis", 0), rank); }
+
+RuleResult splitForward(const RuleContext &c) {
+  const Layout &in = c.actual[0];
+  if (in.partial || (in.dim >= 0 && in.dim != axisOf(c, c.rank(0))))
+    return same(c, in, in);
+  return allReplicated(c.node);
+}
+
+std::optional<std::vector<Layout>> splitBackward(const RuleContext &c, const Layout &want, std::string &why) {
+  if (want.dim == axisOf(c, c.rank(0))) {
+    why = "node " + c.node.describe() + " splits along the dimension that would be sharded";
+    return std::nullopt;
+  }
+  return replicatedExcept0(c, want);
+}
+
+RuleResult concatForward(const RuleContext &c) {
+  int64_t axis = axisOf(c, c.rank(0));
+  const Layout &first = c.actual[0];
+  bool agree = std::all_of(c.actual.begin(), c.actual.end(), [&](const Layout &l) { return l == first; });
+  if (agree && (first.partial || (first.dim >= 0 && first.dim != axis)))
+    return RuleResult{c.actual, {first}};
+  return allReplicated(c.node);
+}
+
+std::optional<std::vector<Layout>> concatBackward(const RuleContext &c, const Layout &want, std::string &why) {
+  if (want.dim == axisOf(c, c.rank(0))) {
+    why = "node " + c.node.describe() + " concatenates along the dimension that would be sharded";
+    return std::nullopt;
+  }
+  return std::vector<Layout>(c.node.numInputs(), want);
+}
+
+std::vector<int64_t> slicedAxes(const RuleContext &c) {
+  std::vector<int64_t> axes;
+  if (c.node.input(3)) {
+    if (const Tensor *t = constantValue(c.node.input(3)))
+      for (int64_t a : t->toInts())
+        axes.push_back(normalizeAxis(a, c.rank(0)));
+    else
+      for (int64_t i = 0; i < c.rank(0); ++i)
+        axes.push_back(i); // unknown: assume every axis is sliced
+  } else if (const Tensor *starts = constantValue(c.node.input(1))) {
+    for (int64_t i = 0; i < starts->numel(); ++i)
+      axes.push_back(i);
+  }
+  return axes;
+}
+
+bool sliced(const RuleContext &c, int64_t d) {
+  auto axes = slicedAxes(c);
+  return std::find(axes.begin(), axes.end(), d) != axes.end() && c.shape(0)[d] != c.outShape()[d];
+}
+
+RuleResult sliceForward(const RuleContext &c) {
+  const Layout &in = c.actual[0];
+  if (in.partial || (in.dim >= 0 && !sliced(c, in.dim)))
+    return same(c, in, in);
+  return allReplicated(c.node);
+}
+
+std::optional<std::vector<Layout>> sliceBackward(const RuleContext &c, const Layout &want, std::string &why) {
+  if (sliced(c, want.dim)) {
+    why = "node " + c.node.describe() + " slices the dimension that would be sharded";
+    return std::nullopt;
+  }
+  return replicatedExcept0(c, want);
+}
+
+// ---- Squeeze / Unsqueeze --------------------------------------------------------------------
+/// Maps dims between a (un)squeezed value and its input by skipping the unit axes.
+int64_t mapSqueeze(const RuleContext &c, int64_t d, bool towardOutput) {
+  std::vector<int64_t> axes;
+  if (const Tensor *t = c.node.input(1) ? constantValue(c.node.input(1)) : nullptr)
+    axes = t->toInts();
+  bool unsqueeze = c.node.is("Unsqueeze");
+  int64_t bigRank = unsqueeze ? static_cast<int64_t>(c.outShape().size()) : c.rank(0);
+  std::vector<bool> unit(bigRank, false);
+  if (axes.empty() && !unsqueeze)
+    for (int64_t i = 0; i < bigRank; ++i)
+      unit[i] = c.shape(0)[i] == 1;
+  for (int64_t a : axes)
+    unit[normalizeAxis(a, bigRank)] = true;
+  // big dim index <-> small dim index
+  bool fromBig = unsqueeze != towardOutput;
+  int64_t small = 0;
+  for (int64_t b = 0; b < bigRank; ++b) {
+    if (unit[b])
+      continue;
+    if (fromBig ? b == d : small == d)
+      return fromBig ? small : b;
+    ++small;
+  }
+  return -1;
+}
+
+RuleResult squeezeForward(const RuleContext &c) {
+  const Layout &in = c.actual[0];
+  if (in.dim < 0)
+    return same(c, in, in);
+  int64_t d = mapSqueeze(c, in.dim, true);
+  return d >= 0 ? same(c, in, Layout::split(d)) : allReplicated(c.node);
+}
+
+std::optional<std::vector<Layout>> squeezeBackward(const RuleContext &c, const Layout &want, std::string &why) {
+  int64_t d = mapSqueeze(c, want.dim, false);
+  if (d < 0) {
+    why = "node " + c.node.describe() + " cannot carry the split";
+    return std::nullopt;
+  }
+  return replicatedExcept0(c, Layout::split(d));
+}
+
+// ---- Gather ------------------------------------------------------------------------------------
+RuleResult gatherForward(const RuleContext &c) {
+  const Layout &data = c.actual[0], &ids = c.actual[1];
+  int64_t axis = axisOf(c, c.rank(0)), idsRank = c.rank(1);
+  // Vocab-parallel embedding: each rank gathers the rows it holds; the rest
+  // contribute zeros, so the result is a partial sum.
+  if (data.dim == axis && axis == 0 && ids.isReplicated() && !data.partial)
+    return RuleResult{{data, Layout::replicated()}, {Layout::partialSum()}};
+  if (data.dim >= 0 && data.dim != axis && ids.isReplicated())
+    return RuleResult{{data, ids}, {Layout::split(data.dim < axis ? data.dim : data.dim + idsRank - 1)}};
+  if (ids.dim >= 0 && data.isReplicated())
+    return RuleResult{{data, ids}, {Layout::split(axis + ids.dim)}};
+  return allReplicated(c.node);
+}
+
+std::optional<std::vector<Layout>> gatherBackward(const RuleContext &c, const Layout &want, std::string &) {
+  int64_t axis = axisOf(c, c.rank(0)), idsRank = c.rank(1);
+  if (want.dim < axis)
+    return std::vector<Layout>{Layout::split(want.dim), Layout::replicated()};
+  if (want.dim >= axis + idsRank)
+    return std::vector<Layout>{Layout::split(want.dim - idsRank + 1), Layout::replicated()};
+  return std::vector<Layout>{Layout::replicated(), Layout::split(want.dim - axis)};
+}
+
+RuleResult expandForward(const RuleContext &c) {
+  const Layout &in = c.actual[0];
+  if (in.dim < 0)
+    return same(c, in, in);
+  int64_t mapped = in.dim + static_cast<int64_t>(c.outShape().size()) - c.rank(0);
+  if (c.shape(0)[in.dim] == c.outShape()[mapped])
+    return same(c, in, Layout::split(mapped));
+  return allReplicated(c.node);
+}
+
+} // namespace
+
+void addShapeRules(llvm::StringMap<ShardingRule> &t) {
+  t["Reshape"] = ShardingRule{reshapeForward, reshapeBackward};
+  t["Flatten"] = ShardingRule{reshapeForward, reshapeBackward};
+  t["Transpose"] = ShardingRule{transposeForward, transposeBackward};
+  t["Split"] = ShardingRule{splitForward, splitBackward};
+  t["Concat"] = ShardingRule{concatForward, concatBackward};
+  t["Slice"] = ShardingRule{sliceForward, sliceBackward};
+  t["Squeeze"] = ShardingRule{squeezeForward, squeezeBackward};
+  t["Unsqueeze"] = ShardingRule{squeezeForward, squeezeBackward};
+  t["Gather"] = ShardingRule{gatherForward, gatherBackward};
+  t["Expand"] = ShardingRule{expandForward, {}};
+}
+
+} // namespace partita

@@ -1,0 +1,101 @@
+//===- CollectiveKernels.cpp - partita.AllReduce/AllGather/ReduceScatter ---===//
+//
+// Communicators work on rank-major blocks; a gather or scatter along an inner
+// dimension re-lays the blocks through a staging buffer:
+//   AllGather(dim):     [outer, l, inner] per rank -> [p][outer, l, inner] -> [outer, p*l, inner]
+//   ReduceScatter(dim): [outer, p*l, inner] -> [p][outer, l, inner] -> reduce block `rank`
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/cpu/CpuKernels.h"
+#include <cstring>
+
+namespace partita::rt::cpu {
+
+namespace {
+
+enum class Coll { AllReduce, AllGather, ReduceScatter };
+
+class CollectiveKernel final : public Kernel {
+public:
+  CollectiveKernel(const Node &n, Coll kind) : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")) {
+    const Value *whole = kind == Coll::AllGather ? n.output() : n.input(0);
+    const Shape &s = whole->type().shape;
+    int64_t dim = normalizeAxis(n.intAttr("dim", 0), static_cast<int64_t>(s.size()));
+    parts_ = n.intAttr("parts", 1);
+    elem_ = dtypeSize(whole->type().dtype);
+    for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+      if (kind != Coll::AllReduce && d < dim)
+        outer_ *= s[d];
+    blockBytes_ = static_cast<size_t>(numElements(s) / std::max<int64_t>(parts_, 1)) * elem_;
+    rowBytes_ = outer_ ? blockBytes_ / outer_ : 0; // one [l, inner] row of a block
+  }
+
+  llvm::Error run(KernelContext &ctx) override {
+    Communicator *comm = ctx.env ? ctx.env->group(axis_) : nullptr;
+    if (!comm)
+      return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
+    if (comm->size() != parts_)
+      return kernelError(node_, "group '" + axis_ + "' has " + llvm::Twine(comm->size()) +
+                                    " ranks, the program was compiled for " + llvm::Twine(parts_));
+    DType dt = ctx.inputs[0].dtype;
+    void *out = ctx.outputs[0].data;
+    const void *in = ctx.inputs[0].data;
+    size_t blockElems = blockBytes_ / elem_;
+    switch (kind_) {
+    case Coll::AllReduce:
+      if (out != in)
+        std::memcpy(out, in, ctx.outputs[0].bytes());
+      return comm->allReduce(out, ctx.outputs[0].numel(), dt);
+    case Coll::AllGather: {
+      if (outer_ == 1)
+        return comm->allGather(in, out, blockElems, dt);
+      staging_.resize(blockBytes_ * parts_);
+      if (auto err = comm->allGather(in, staging_.data(), blockElems, dt))
+        return err;
+      char *o = static_cast<char *>(out);
+      for (int64_t r = 0; r < outer_; ++r)
+        for (int64_t p = 0; p < parts_; ++p)
+          std::memcpy(o + (r * parts_ + p) * rowBytes_, staging_.data() + p * blockBytes_ + r * rowBytes_, rowBytes_);
+      return llvm::Error::success();
+    }
+    case Coll::ReduceScatter: {
+      if (outer_ == 1)
+        return comm->reduceScatter(in, out, blockElems, dt);
+      staging_.resize(blockBytes_ * parts_);
+      const char *i = static_cast<const char *>(in);
+      for (int64_t r = 0; r < outer_; ++r)
+        for (int64_t p = 0; p < parts_; ++p)
+          std::memcpy(staging_.data() + p * blockBytes_ + r * rowBytes_, i + (r * parts_ + p) * rowBytes_, rowBytes_);
+      return comm->reduceScatter(staging_.data(), out, blockElems, dt);
+    }
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  const Node &node_;
+  Coll kind_;
+  std::string axis_;
+  int64_t parts_ = 1, outer_ = 1;
+  size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
+  std::vector<char> staging_;
+};
+
+} // namespace
+
+void registerCollectiveKernels(KernelRegistry &r) {
+  const std::pair<const char *, Coll> ops[] = {{"partita.AllReduce", Coll::AllReduce},
+                                               {"partita.AllGather", Coll::AllGather},
+                                               {"partita.ReduceScatter", Coll::ReduceScatter}};
+  for (const auto &[op, kind] : ops) {
+    Coll k = kind;
+    r.add(op, DeviceKind::CPU, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+      if (n.intAttr("parts", 0) < 1)
+        return kernelError(n, "collective without a group size (run localize before loading)");
+      return std::unique_ptr<Kernel>(new CollectiveKernel(n, k));
+    });
+  }
+}
+
+} // namespace partita::rt::cpu

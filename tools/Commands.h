@@ -1,0 +1,19 @@
+//===- Commands.h - the partita driver's subcommands ----------------------===//
+#pragma once
+
+namespace partita {
+
+// Each returns the process exit code; `selected` says whether the command
+// line chose that subcommand.
+bool compileSelected();
+int compileMain();
+bool runSelected();
+int runMain();
+bool launchSelected();
+int launchMain(const char *argv0);
+bool workerSelected();
+int workerMain();
+bool inspectSelected();
+int inspectMain();
+
+} // namespace partita

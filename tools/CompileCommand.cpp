@@ -1,0 +1,161 @@
+//===- CompileCommand.cpp - partita compile -------------------------------===//
+//
+// model.onnx -> out/plan.json, out/global.pir (the sharded global IR) and
+// out/rank<k>/forward.onnx (+ forward.pir) for every rank. Everything is
+// written to out.partial/ and renamed into place, so a failure leaves no
+// partial output.
+//===----------------------------------------------------------------------===//
+#include "compiler/ir/Printer.h"
+#include "compiler/ir/Verifier.h"
+#include "compiler/onnx/OnnxExport.h"
+#include "compiler/pass/PassManager.h"
+#include "tools/Commands.h"
+#include "tools/Plan.h"
+#include "tools/ToolCommon.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+namespace partita {
+
+static cl::SubCommand compileCmd("compile", "Compile an ONNX model into per-rank programs");
+static cl::opt<std::string> model(cl::Positional, cl::desc("<model.onnx>"), cl::sub(compileCmd), cl::Required);
+static cl::opt<std::string> outDir("o", cl::desc("Output folder"), cl::sub(compileCmd), cl::Required);
+static cl::list<std::string> inputShapes("input-shape", cl::desc("Fix an input's shape: NAME=D1xD2..."),
+                                         cl::sub(compileCmd));
+static cl::opt<int> tp("tp", cl::desc("Tensor-parallel size"), cl::init(1), cl::sub(compileCmd));
+static cl::opt<int> pp("pp", cl::desc("Pipeline-parallel size"), cl::init(1), cl::sub(compileCmd));
+static cl::opt<int> dp("dp", cl::desc("Data-parallel size"), cl::init(1), cl::sub(compileCmd));
+static cl::opt<int> zero("zero", cl::desc("ZeRO stage 0-3"), cl::init(0), cl::sub(compileCmd));
+static cl::opt<bool> train("train", cl::desc("Build training programs"), cl::init(false), cl::sub(compileCmd));
+static cl::opt<bool> sequenceParallel("sequence-parallel", cl::desc("Megatron sequence parallelism"),
+                                      cl::init(false), cl::sub(compileCmd));
+static cl::opt<bool> allowReplicated("allow-replicated",
+                                     cl::desc("Replicate blocks that cannot be sharded instead of failing"),
+                                     cl::init(false), cl::sub(compileCmd));
+static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
+                             cl::sub(compileCmd));
+
+bool compileSelected() { return static_cast<bool>(compileCmd); }
+
+static llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+static llvm::Error notYet(const char *flag, int value) {
+  return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
+              ": not implemented yet (this build compiles tensor parallelism only; pipelining, data "
+              "parallelism, ZeRO, training and sequence parallelism come later)");
+}
+
+static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return fail("cannot write " + path + ": " + ec.message());
+  printGraph(g, os);
+  return llvm::Error::success();
+}
+
+static std::vector<TensorSpec> specsOf(const std::vector<Value *> &values) {
+  std::vector<TensorSpec> out;
+  for (const Value *v : values)
+    out.push_back({v->name(), v->type()});
+  return out;
+}
+
+static llvm::Error compile(llvm::StringRef dir) {
+  if (tp < 1 || pp < 1 || dp < 1)
+    return fail("--tp, --pp and --dp must be >= 1");
+  if (pp > 1)
+    return notYet("--pp", pp);
+  if (dp > 1)
+    return notYet("--dp", dp);
+  if (zero != 0)
+    return notYet("--zero", zero);
+  if (train)
+    return notYet("--train", 1);
+  if (sequenceParallel)
+    return notYet("--sequence-parallel", 1);
+  ImportOptions opts;
+  for (const auto &s : inputShapes)
+    if (auto err = parseInputShape(s, opts))
+      return err;
+  auto imported = importOnnx(model, opts);
+  if (!imported)
+    return imported.takeError();
+  Graph &g = **imported;
+  PassManager pm;
+  pm.verifyEach = true;
+  std::string pipeline = "canonicalize";
+  if (tp > 1)
+    pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") +
+                "},dce,propagate-sharding,insert-collectives";
+  if (auto err = pm.addPipeline(pipeline))
+    return err;
+  if (auto err = pm.run(g))
+    return err;
+  Mesh mesh = g.mesh.empty() ? Mesh{{MeshAxis{"tp", 1}}} : g.mesh;
+  Plan plan = makePlan(mesh);
+  plan.inputs = specsOf(g.inputs());
+  plan.outputs = specsOf(g.outputs());
+  plan.coverage = g.coverage;
+
+  if (auto ec = llvm::sys::fs::create_directories(dir))
+    return fail("cannot create " + dir + ": " + ec.message());
+  llvm::SmallString<256> globalPath(dir);
+  llvm::sys::path::append(globalPath, "global.pir");
+  if (auto err = writeText(globalPath, g))
+    return err;
+  for (const RankPlan &r : plan.ranks) {
+    std::unique_ptr<Graph> local = cloneGraph(g);
+    if (!g.mesh.empty()) {
+      PassManager lpm;
+      lpm.verifyEach = true;
+      if (auto err = lpm.addPipeline("localize{rank=" + std::to_string(r.rank) + "}"))
+        return err;
+      if (auto err = lpm.run(*local))
+        return err;
+    }
+    llvm::SmallString<256> rankDir(dir), onnxPath, irPath;
+    llvm::sys::path::append(rankDir, "rank" + std::to_string(r.rank));
+    if (auto ec = llvm::sys::fs::create_directories(rankDir))
+      return fail("cannot create " + rankDir + ": " + ec.message());
+    onnxPath = irPath = rankDir;
+    llvm::sys::path::append(onnxPath, "forward.onnx");
+    llvm::sys::path::append(irPath, "forward.pir");
+    if (auto err = writeText(irPath, *local))
+      return err;
+    if (auto err = exportOnnx(*local, onnxPath))
+      return err;
+  }
+  llvm::SmallString<256> planPath(dir);
+  llvm::sys::path::append(planPath, "plan.json");
+  if (auto err = writePlan(plan, planPath))
+    return err;
+  if (printIR)
+    printGraph(g, llvm::outs());
+  llvm::outs() << "partita: compiled " << model << " for " << mesh.str() << " (" << plan.worldSize()
+               << " rank" << (plan.worldSize() == 1 ? "" : "s") << ") -> " << outDir << "/\n";
+  for (const auto &c : plan.coverage)
+    llvm::outs() << "  " << c << "\n";
+  return llvm::Error::success();
+}
+
+int compileMain() {
+  std::string tmp = outDir + ".partial";
+  llvm::sys::fs::remove_directories(tmp);
+  if (auto err = compile(tmp)) {
+    llvm::sys::fs::remove_directories(tmp);
+    return reportError("partita compile", std::move(err));
+  }
+  llvm::sys::fs::remove_directories(outDir);
+  if (auto ec = llvm::sys::fs::rename(tmp, outDir))
+    return reportError("partita compile", fail("cannot move the output to " + outDir + ": " + ec.message()));
+  return 0;
+}
+
+} // namespace partita

@@ -1,0 +1,115 @@
+//===- InspectCommand.cpp - partita inspect -------------------------------===//
+//
+// What a compiled plan does: the mesh and groups, the coverage report, the
+// sharded IR (or one rank's program), a per-rank memory table and the bytes
+// every collective moves per step (ring algorithms, as nccl-tests count them:
+// all-reduce 2(n-1)/n of the buffer, all-gather and reduce-scatter (n-1)/n of
+// the full buffer).
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxImport.h"
+#include "runtime/core/Device.h"
+#include "runtime/executor/Program.h"
+#include "tools/Commands.h"
+#include "tools/Plan.h"
+#include "tools/ToolCommon.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+namespace partita {
+
+static cl::SubCommand inspectCmd("inspect", "Show a compiled plan: IR, memory, communication, coverage");
+static cl::opt<std::string> dir(cl::Positional, cl::desc("<out/>"), cl::sub(inspectCmd), cl::Required);
+static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead of the global IR"), cl::init(-1),
+                             cl::sub(inspectCmd));
+
+bool inspectSelected() { return static_cast<bool>(inspectCmd); }
+
+static std::string path(llvm::StringRef rel) {
+  llvm::SmallString<256> p(dir);
+  llvm::sys::path::append(p, rel);
+  return p.str().str();
+}
+
+/// Bytes one rank sends per step for a collective node of a local program.
+static double commBytes(const Node &n) {
+  double parts = static_cast<double>(n.intAttr("parts", 1));
+  double in = static_cast<double>(n.input(0)->type().numel() * dtypeSize(n.input(0)->type().dtype));
+  double out = static_cast<double>(n.output()->type().numel() * dtypeSize(n.output()->type().dtype));
+  if (n.op() == "AllReduce")
+    return 2 * (parts - 1) / parts * in;
+  if (n.op() == "AllGather")
+    return (parts - 1) / parts * out;
+  return (parts - 1) / parts * in; // ReduceScatter
+}
+
+int inspectMain() {
+  const char *tool = "partita inspect";
+  auto plan = readPlan(path("plan.json"));
+  if (!plan)
+    return reportError(tool, plan.takeError());
+  auto &os = llvm::outs();
+  os << "plan: " << plan->mesh.str() << ", " << plan->worldSize() << " ranks\n";
+  for (const auto &[axis, gs] : plan->groups) {
+    os << "  groups along " << axis << ":";
+    for (const auto &g : gs) {
+      os << " [";
+      for (size_t i = 0; i < g.size(); ++i)
+        os << (i ? "," : "") << g[i];
+      os << "]";
+    }
+    os << "\n";
+  }
+  os << "\ncoverage:\n";
+  if (plan->coverage.empty())
+    os << "  (single device: nothing sharded)\n";
+  for (const auto &c : plan->coverage)
+    os << "  " << c << "\n";
+
+  std::string irFile = onlyRank >= 0 ? path("rank" + std::to_string(onlyRank) + "/forward.pir") : path("global.pir");
+  auto ir = llvm::MemoryBuffer::getFile(irFile);
+  if (!ir)
+    return reportError(tool, llvm::createStringError(ir.getError(), "cannot read " + irFile));
+  os << "\n" << (onlyRank >= 0 ? "rank " + std::to_string(onlyRank) + " program" : std::string("sharded IR"))
+     << " (" << irFile << "):\n" << (*ir)->getBuffer() << "\n";
+
+  os << "rank       weights MB   activations MB    collectives       comm MB/step\n";
+  for (const RankPlan &r : plan->ranks) {
+    if (onlyRank >= 0 && r.rank != onlyRank)
+      continue;
+    auto g = importOnnx(path(r.forward), ImportOptions());
+    if (!g)
+      return reportError(tool, g.takeError());
+    rt::CpuDevice device;
+    auto program = rt::Program::load(**g, device);
+    if (!program)
+      return reportError(tool, program.takeError());
+    double comm = 0;
+    int collectives = 0;
+    std::vector<std::string> lines;
+    for (const Node *n : (*g)->nodes())
+      if (n->domain() == "partita" && n->hasAttr("parts")) {
+        ++collectives;
+        comm += commBytes(*n);
+        if (r.rank == std::max(0, onlyRank.getValue()))
+          lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3}", n->op(), n->input(0)->type().str(),
+                                        commBytes(*n) / 1e6, n->output()->name()));
+      }
+    const auto &st = (*program)->stats();
+    os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), st.weightBytes / 1e6,
+                       st.arenaBytes / 1e6, collectives, comm / 1e6);
+    if (!lines.empty()) {
+      os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
+      for (const auto &l : lines)
+        os << l << "\n";
+    }
+  }
+  return 0;
+}
+
+} // namespace partita

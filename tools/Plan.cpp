@@ -1,0 +1,187 @@
+//===- Plan.cpp -----------------------------------------------------------===//
+#include "tools/Plan.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace partita {
+
+Plan makePlan(const Mesh &mesh) {
+  Plan p;
+  p.mesh = mesh;
+  int64_t world = mesh.numDevices();
+  for (int64_t r = 0; r < world; ++r) {
+    RankPlan rp;
+    rp.rank = r;
+    int64_t rem = r;
+    for (auto it = mesh.axes.rbegin(); it != mesh.axes.rend(); ++it) {
+      rp.coords[it->name] = rem % it->size;
+      rem /= it->size;
+    }
+    rp.forward = "rank" + std::to_string(r) + "/forward.onnx";
+    p.ranks.push_back(rp);
+  }
+  for (const auto &axis : mesh.axes) {
+    std::map<std::vector<int64_t>, std::vector<int64_t>> byOthers;
+    for (const auto &rp : p.ranks) {
+      std::vector<int64_t> key;
+      for (const auto &a : mesh.axes)
+        if (a.name != axis.name)
+          key.push_back(rp.coords.at(a.name));
+      byOthers[key].push_back(rp.rank);
+    }
+    for (auto &[k, g] : byOthers)
+      p.groups[axis.name].push_back(g);
+  }
+  return p;
+}
+
+namespace {
+llvm::json::Value specs(const std::vector<TensorSpec> &v) {
+  llvm::json::Array a;
+  for (const auto &s : v) {
+    llvm::json::Array shape;
+    for (int64_t d : s.type.shape)
+      shape.push_back(d);
+    a.push_back(llvm::json::Object{{"name", s.name}, {"dtype", dtypeName(s.type.dtype)}, {"shape", std::move(shape)}});
+  }
+  return std::move(a);
+}
+
+llvm::Error fail(llvm::StringRef path, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + msg);
+}
+
+bool readSpecs(const llvm::json::Array *a, std::vector<TensorSpec> &out) {
+  if (!a)
+    return false;
+  for (const auto &e : *a) {
+    const auto *o = e.getAsObject();
+    if (!o)
+      return false;
+    TensorSpec s;
+    auto name = o->getString("name");
+    auto dt = o->getString("dtype");
+    const auto *shape = o->getArray("shape");
+    if (!name || !dt || !shape || !parseDType(*dt))
+      return false;
+    s.name = name->str();
+    s.type.dtype = *parseDType(*dt);
+    s.type.known = true;
+    for (const auto &d : *shape) {
+      auto v = d.getAsInteger();
+      if (!v)
+        return false;
+      s.type.shape.push_back(*v);
+    }
+    out.push_back(s);
+  }
+  return true;
+}
+} // namespace
+
+llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
+  llvm::json::Object mesh;
+  llvm::json::Array axes;
+  for (const auto &a : p.mesh.axes)
+    axes.push_back(llvm::json::Object{{"name", a.name}, {"size", a.size}});
+  llvm::json::Array ranks;
+  for (const auto &r : p.ranks) {
+    llvm::json::Object coords;
+    for (const auto &[k, v] : r.coords)
+      coords[k] = v;
+    ranks.push_back(llvm::json::Object{{"rank", r.rank}, {"coords", std::move(coords)},
+                                       {"programs", llvm::json::Object{{"forward", r.forward}}}});
+  }
+  llvm::json::Object groups;
+  for (const auto &[axis, gs] : p.groups) {
+    llvm::json::Array arr;
+    for (const auto &g : gs) {
+      llvm::json::Array members;
+      for (int64_t r : g)
+        members.push_back(r);
+      arr.push_back(std::move(members));
+    }
+    groups[axis] = std::move(arr);
+  }
+  llvm::json::Array coverage;
+  for (const auto &c : p.coverage)
+    coverage.push_back(c);
+  llvm::json::Object root{{"format", "partita-plan-1"},
+                          {"world_size", p.worldSize()},
+                          {"mesh", std::move(axes)},
+                          {"ranks", std::move(ranks)},
+                          {"groups", std::move(groups)},
+                          {"inputs", specs(p.inputs)},
+                          {"outputs", specs(p.outputs)},
+                          {"coverage", std::move(coverage)}};
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return fail(path, "cannot write: " + ec.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return llvm::Error::success();
+}
+
+llvm::Expected<Plan> readPlan(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return fail(path, "cannot read: " + buf.getError().message());
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json)
+    return fail(path, "corrupt plan (not JSON): " + llvm::toString(json.takeError()));
+  const auto *root = json->getAsObject();
+  auto bad = [&](const char *what) { return fail(path, llvm::Twine("corrupt plan: ") + what); };
+  if (!root || root->getString("format") != llvm::Optional<llvm::StringRef>("partita-plan-1"))
+    return bad("missing format partita-plan-1");
+  Plan p;
+  const auto *axes = root->getArray("mesh");
+  if (!axes)
+    return bad("no mesh");
+  for (const auto &a : *axes) {
+    const auto *o = a.getAsObject();
+    if (!o || !o->getString("name") || !o->getInteger("size"))
+      return bad("bad mesh axis");
+    p.mesh.axes.push_back({o->getString("name")->str(), *o->getInteger("size")});
+  }
+  const auto *ranks = root->getArray("ranks");
+  if (!ranks)
+    return bad("no ranks");
+  for (const auto &r : *ranks) {
+    const auto *o = r.getAsObject();
+    const auto *progs = o ? o->getObject("programs") : nullptr;
+    if (!o || !o->getInteger("rank") || !progs || !progs->getString("forward"))
+      return bad("bad rank entry");
+    RankPlan rp;
+    rp.rank = *o->getInteger("rank");
+    rp.forward = progs->getString("forward")->str();
+    if (const auto *coords = o->getObject("coords"))
+      for (const auto &kv : *coords)
+        if (auto v = kv.second.getAsInteger())
+          rp.coords[kv.first.str()] = *v;
+    p.ranks.push_back(rp);
+  }
+  if (const auto *groups = root->getObject("groups"))
+    for (const auto &kv : *groups)
+      if (const auto *arr = kv.second.getAsArray())
+        for (const auto &g : *arr) {
+          std::vector<int64_t> members;
+          if (const auto *m = g.getAsArray())
+            for (const auto &x : *m)
+              if (auto v = x.getAsInteger())
+                members.push_back(*v);
+          p.groups[kv.first.str()].push_back(members);
+        }
+  if (!readSpecs(root->getArray("inputs"), p.inputs) || !readSpecs(root->getArray("outputs"), p.outputs))
+    return bad("bad inputs/outputs");
+  if (const auto *cov = root->getArray("coverage"))
+    for (const auto &c : *cov)
+      if (auto s = c.getAsString())
+        p.coverage.push_back(s->str());
+  if (p.worldSize() != p.mesh.numDevices())
+    return bad("rank count differs from the mesh size");
+  return p;
+}
+
+} // namespace partita

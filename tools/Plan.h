@@ -1,0 +1,36 @@
+//===- Plan.h - out/plan.json: the mesh, the ranks and their programs -----===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include "llvm/Support/Error.h"
+#include <map>
+
+namespace partita {
+
+struct TensorSpec {
+  std::string name;
+  TensorType type;
+};
+
+struct RankPlan {
+  int64_t rank = 0;
+  std::map<std::string, int64_t> coords; // mesh axis -> coordinate
+  std::string forward;                   // program path relative to the plan's folder
+};
+
+struct Plan {
+  Mesh mesh;
+  std::vector<RankPlan> ranks;
+  /// Per mesh axis, the rank groups that communicate along it.
+  std::map<std::string, std::vector<std::vector<int64_t>>> groups;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<std::string> coverage;
+
+  int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
+};
+
+/// Ranks laid out row-major over the mesh axes; groups per axis.
+Plan makePlan(const Mesh &mesh);
+llvm::Error writePlan(const Plan &p, llvm::StringRef path);
+llvm::Expected<Plan> readPlan(llvm::StringRef path);
+
+} // namespace partita
