@@ -6,7 +6,7 @@
 // operand arrives in another layout, a partita.Reshard node records the
 // conversion (insert-collectives turns it into communication). Weights and
 // constants keep the layout annotate seeded (replicated otherwise); graph
-// inputs are replicated and graph outputs are made replicated.
+// inputs keep theirs (replicated by default) and graph outputs are made replicated.
 //
 //   %h = partita.Linear(%x, %w, %b) : f32[2,8,64] {R,R,S(tp)}
 //   %p = MatMul(%h, %w2) : f32[2,8,32] {R,R,R} partial(tp)
@@ -43,8 +43,8 @@ public:
       return reshards[key] = r->output();
     };
 
-    for (Value *in : g.inputs())
-      setLayout(in, ax, Layout::replicated());
+    for (Value *in : g.inputs()) // replicated unless the IR says otherwise
+      setLayout(in, ax, layoutOf(in, ax));
     for (Node *n : g.nodes()) {
       if (n->is("Weight") || n->is("Constant")) {
         setLayout(n->output(), ax, layoutOf(n->output(), ax));

@@ -18,6 +18,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdio>
 
 namespace cl = llvm::cl;
 
@@ -78,7 +79,10 @@ int inspectMain() {
   os << "\n" << (onlyRank >= 0 ? "rank " + std::to_string(onlyRank) + " program" : std::string("sharded IR"))
      << " (" << irFile << "):\n" << (*ir)->getBuffer() << "\n";
 
-  os << "rank       weights MB   activations MB    collectives       comm MB/step\n";
+  char header[128];
+  std::snprintf(header, sizeof header, "%-6s %14s %16s %14s %18s\n", "rank", "weights MB", "activations MB",
+                "collectives", "comm MB/step");
+  os << header;
   for (const RankPlan &r : plan->ranks) {
     if (onlyRank >= 0 && r.rank != onlyRank)
       continue;

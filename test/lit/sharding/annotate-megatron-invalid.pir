@@ -1,0 +1,49 @@
+// RUN: not partita-opt %s --split-input-file --passes='annotate-megatron{tp=4}' 2>&1 | FileCheck %s
+
+// Two heads cannot be split four ways.
+// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: node '%m' (Reshape) cannot produce a split of dimension 2 of [1,4,8] from [1,4,2,4] (size not divisible by 4 or not the leading dimension of a regrouping) (and 3 more; see the coverage report); pass allow-replicated=1 (--allow-replicated) to replicate it
+graph @attention(%x: f32[1,4,8]) opset 17 {
+  %wq = Weight() {name = "wq"} : f32[8,8]
+  %wk = Weight() {name = "wk"} : f32[8,8]
+  %wv = Weight() {name = "wv"} : f32[8,8]
+  %wo = Weight() {name = "wo"} : f32[8,8]
+  %q = MatMul(%x, %wq) : f32[1,4,8]
+  %k = MatMul(%x, %wk) : f32[1,4,8]
+  %v = MatMul(%x, %wv) : f32[1,4,8]
+  %hs = Constant() {value = dense<i64[4]>[1, 4, 2, 4]} : i64[4]
+  %q4 = Reshape(%q, %hs) : f32[1,4,2,4]
+  %k4 = Reshape(%k, %hs) : f32[1,4,2,4]
+  %v4 = Reshape(%v, %hs) : f32[1,4,2,4]
+  %qt = Transpose(%q4) {perm = [0, 2, 1, 3]} : f32[1,2,4,4]
+  %kt = Transpose(%k4) {perm = [0, 2, 3, 1]} : f32[1,2,4,4]
+  %vt = Transpose(%v4) {perm = [0, 2, 1, 3]} : f32[1,2,4,4]
+  %s = MatMul(%qt, %kt) : f32[1,2,4,4]
+  %p = Softmax(%s) {axis = -1} : f32[1,2,4,4]
+  %o = MatMul(%p, %vt) : f32[1,2,4,4]
+  %ot = Transpose(%o) {perm = [0, 2, 1, 3]} : f32[1,4,2,4]
+  %ms = Constant() {value = dense<i64[3]>[1, 4, 8]} : i64[3]
+  %m = Reshape(%ot, %ms) : f32[1,4,8]
+  %y = MatMul(%m, %wo) : f32[1,4,8]
+  return %y
+}
+
+// -----
+// A vocabulary of 30 does not split four ways: padding is offered.
+// CHECK: partita-opt: error: annotate-megatron: embedding '%x' (Gather): vocabulary 30 is not divisible by tp=4; pad the vocabulary to a multiple of 4 (as Megatron's --make-vocab-size-divisible-by does); pass allow-replicated=1 (--allow-replicated) to replicate it
+graph @lm(%ids: i64[2,4]) opset 17 {
+  %emb = Weight() {name = "emb"} : f32[30,8]
+  %x = Gather(%emb, %ids) : f32[2,4,8]
+  return %x
+}
+
+// -----
+// An MLP whose hidden size (6) does not split four ways.
+// CHECK: partita-opt: error: annotate-megatron: projection '%h' (MatMul) could not be sharded (no row/column pairing)
+graph @mlp(%x: f32[4,8]) opset 17 {
+  %w1 = Weight() {name = "w1"} : f32[8,6]
+  %w2 = Weight() {name = "w2"} : f32[6,8]
+  %h = MatMul(%x, %w1) : f32[4,6]
+  %g = Relu(%h) : f32[4,6]
+  %y = MatMul(%g, %w2) : f32[4,8]
+  return %y
+}
