@@ -28,6 +28,8 @@
 #include "passes/sharding/ShardingRules.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include <algorithm>
+#include <optional>
 
 namespace partita {
 
@@ -68,9 +70,12 @@ struct PairSearch {
       why = "graph input %" + v->name() + " would need to be split";
       return false;
     }
-    if (d->is("Weight") || d->is("Constant"))
-      return true; // sliced locally
-    if (projectionWeight(d) && l.dim == v->type().rank() - 1) {
+    if (d->is("Weight") || d->is("Constant")) {
+      if (l.outer != 1)
+        why = "constant %" + v->name() + " would need a strided slice";
+      return l.outer == 1; // sliced locally
+    }
+    if (projectionWeight(d) && l.dim == v->type().rank() - 1 && l.outer == 1) {
       if (v->type().shape.back() % parts != 0) {
         why = "projection " + d->describe() + " has " + std::to_string(v->type().shape.back()) +
               " output features, not divisible by tp=" + std::to_string(parts);
@@ -111,6 +116,7 @@ public:
     g.mesh.axes = {MeshAxis{kAxis, tp_}};
     g.coverage.clear();
     unfuseSplitProjections(g);
+    unfuseSlicedProjections(g);
     if (auto err = g.sortTopologically())
       return err;
     std::vector<std::string> problems;
@@ -256,6 +262,50 @@ private:
     return mm;
   }
 
+  /// The [begin, end) of the last axis a unit-step Slice keeps, or nullopt.
+  static std::optional<std::pair<int64_t, int64_t>> lastAxisSlice(const Node *s) {
+    int64_t rank = s->input(0)->type().rank(), dim = s->input(0)->type().shape.back();
+    const Tensor *starts = constantValue(s->input(1)), *ends = constantValue(s->input(2));
+    const Tensor *axes = s->input(3) ? constantValue(s->input(3)) : nullptr;
+    const Tensor *steps = s->input(4) ? constantValue(s->input(4)) : nullptr;
+    if (!starts || !ends || starts->numel() != 1 || (s->input(3) && !axes) || (s->input(4) && !steps))
+      return std::nullopt;
+    if ((axes ? normalizeAxis(axes->intAt(0), rank) : 0) != rank - 1 || (steps && steps->intAt(0) != 1))
+      return std::nullopt;
+    int64_t b = std::clamp<int64_t>(starts->intAt(0) < 0 ? starts->intAt(0) + dim : starts->intAt(0), 0, dim);
+    int64_t e = std::clamp<int64_t>(ends->intAt(0) < 0 ? ends->intAt(0) + dim : ends->intAt(0), 0, dim);
+    return std::make_pair(b, e);
+  }
+
+  /// Slices of a projection's output along its features become projections
+  /// over views of the weight and bias (nn.MultiheadAttention's packed q/k/v).
+  void unfuseSlicedProjections(Graph &g) {
+    for (Node *lin : g.nodes()) {
+      Node *w = lin->isErased() ? nullptr : projectionWeight(lin);
+      if (!w || !lin->is("Linear", "partita") || g.isGraphOutput(lin->output()))
+        continue;
+      Node *b = lin->input(2)->definingNode();
+      std::vector<Node *> slices(lin->output()->users().begin(), lin->output()->users().end());
+      bool all = b && b->is("Weight") && !slices.empty();
+      for (Node *s : slices)
+        all &= s->is("Slice") && s->input(0) == lin->output() && lastAxisSlice(s).has_value();
+      if (!all)
+        continue;
+      int64_t k = w->output()->type().shape[0];
+      for (Node *s : slices) {
+        auto [begin, end] = *lastAxisSlice(s);
+        Value *wv = weightView(g, w, {0, begin}, {k, end - begin});
+        Value *bv = weightView(g, b, {begin}, {end - begin});
+        Node *part = g.createNode("Linear", {lin->input(0), wv, bv}, {s->output()->name() + ".proj"}, "partita",
+                                  lin->name() + "." + std::to_string(begin));
+        part->output()->type() = s->output()->type();
+        g.replaceAllUsesWith(s->output(), part->output(), /*takeName=*/true);
+        g.eraseNode(s);
+      }
+      g.eraseNode(lin);
+    }
+  }
+
   /// Linear(h, W[K,N], b) → Split(last axis) becomes one Linear per piece over
   /// views of W and b.
   void unfuseSplitProjections(Graph &g) {
@@ -293,12 +343,7 @@ private:
     for (size_t d = 0; d < start.size(); ++d)
       name += (d ? "," : "") + std::to_string(start[d]) + ":" + std::to_string(start[d] + size[d]);
     name += "]";
-    const WeightRef *ref = g.weights.find(base);
-    g.weights.add(name, ref->view(start, size));
-    Node *v = g.createNode("Weight", {}, {name});
-    v->setAttr("name", Attribute::ofString(name));
-    v->output()->type() = g.weights.find(name)->type;
-    return v->output();
+    return getOrCreateWeight(g, name, g.weights.find(base)->view(start, size));
   }
 };
 

@@ -60,10 +60,17 @@ private:
     if (!isBiasFor(c, n))
       return;
     if (gemm->intAttr("transB", 0)) {
-      Node *t = g.createNode("Transpose", {w}, {w->name() + ".T"}, "", gemm->name() + ".transpose");
-      t->setAttr("perm", Attribute::ofInts({1, 0}));
-      t->output()->type() = TensorType{w->type().dtype, {w->type().shape[1], w->type().shape[0]}, true};
-      w = t->output();
+      Node *wn = w->definingNode();
+      if (wn && wn->is("Weight")) {
+        // A weight is transposed by reference: no bytes move until export.
+        std::string name = wn->stringAttr("name", "") + ".T";
+        w = getOrCreateWeight(g, name, g.weights.find(wn->stringAttr("name", ""))->transposed({1, 0}));
+      } else {
+        Node *t = g.createNode("Transpose", {w}, {w->name() + ".T"}, "", gemm->name() + ".transpose");
+        t->setAttr("perm", Attribute::ofInts({1, 0}));
+        t->output()->type() = TensorType{w->type().dtype, {w->type().shape[1], w->type().shape[0]}, true};
+        w = t->output();
+      }
     }
     replace(g, gemm->output(), x, w, c, gemm->name());
     g.eraseNode(gemm);

@@ -31,7 +31,7 @@ public:
       for (size_t i = 0; i < steps->size(); ++i) {
         const ReshardStep &s = (*steps)[i];
         current = s.kind == CollectiveKind::ShardSlice || s.kind == CollectiveKind::ReduceScatter
-                      ? Layout::split(s.dim)
+                      ? Layout::split(s.dim, s.outer)
                       : Layout::replicated();
         bool lastStep = i + 1 == steps->size();
         v = makeCollective(g, s, v, axis, current, lastStep ? out->name() : in->name() + ".gathered");

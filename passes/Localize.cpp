@@ -72,8 +72,11 @@ public:
       Layout outLayout = n->numOutputs() ? layoutMap.lookup(n->output()) : Layout();
       if (n->is("Weight") && outLayout.dim >= 0)
         shardWeight(g, n, outLayout.dim);
-      else if (n->is("ShardSlice", "partita"))
+      else if (n->is("ShardSlice", "partita")) {
+        if (n->intAttr("outer", 1) != 1)
+          return passError(name(), "node " + n->describe() + ": a strided local slice (outer factor) is not supported");
         localSlice(g, n);
+      }
       else if (n->is("AllReduce", "partita") || n->is("AllGather", "partita") || n->is("ReduceScatter", "partita"))
         n->setAttr("parts", Attribute::ofInt(parts_));
       else if ((n->is("Reshape") || n->is("Expand")) && n->input(1))
@@ -94,13 +97,19 @@ private:
   /// Start of this rank's block of a dimension whose local size is `local`.
   int64_t offset(int64_t local) const { return coord_ * local; }
 
+  /// Points the Weight node at this rank's shard (a view; several nodes may
+  /// share one weight, so the shard gets its own name).
   void shardWeight(Graph &g, Node *n, int64_t dim) {
     std::string wname = n->stringAttr("name", "");
-    const WeightRef *ref = g.weights.find(wname);
-    Shape start(ref->type.shape.size(), 0);
-    const Shape &local = n->output()->type().shape;
-    start[dim] = offset(local[dim]);
-    g.weights.add(wname, ref->view(start, local));
+    std::string shard = wname + "#shard" + std::to_string(dim);
+    if (!g.weights.find(shard)) {
+      const WeightRef *ref = g.weights.find(wname);
+      Shape start(ref->type.shape.size(), 0);
+      const Shape &local = n->output()->type().shape;
+      start[dim] = offset(local[dim]);
+      g.weights.add(shard, ref->view(start, local));
+    }
+    n->setAttr("name", Attribute::ofString(shard));
   }
 
   void localSlice(Graph &g, Node *n) {

@@ -248,6 +248,17 @@ Value *Graph::findValue(llvm::StringRef name) const {
   return it == byName_.end() ? nullptr : it->second;
 }
 
+Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref) {
+  Value *v = g.findValue(name);
+  if (v && v->definingNode() && v->definingNode()->is("Weight") && v->definingNode()->stringAttr("name", "") == name)
+    return v;
+  g.weights.add(name, ref);
+  Node *n = g.createNode("Weight", {}, {name});
+  n->setAttr("name", Attribute::ofString(name));
+  n->output()->type() = ref.type;
+  return n->output();
+}
+
 std::unique_ptr<Graph> cloneGraph(const Graph &g) {
   auto c = std::make_unique<Graph>();
   c->name = g.name;

@@ -177,6 +177,11 @@ private:
   uint64_t nameCounter_ = 0;
 };
 
+/// The value of the Weight node for stored weight `name`: the existing one, or
+/// a new node declared with `ref` (so a weight shared by several users, or a
+/// view of it, stays one value and one initializer).
+Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref);
+
 /// A deep copy (values, nodes, shardings, weights by reference).
 std::unique_ptr<Graph> cloneGraph(const Graph &g);
 

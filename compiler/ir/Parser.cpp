@@ -200,10 +200,20 @@ private:
     return expect("]");
   }
 
-  bool parseAxisList(llvm::SmallVectorImpl<std::string> &axes) {
+  bool parseAxisList(llvm::SmallVectorImpl<std::string> &axes, Sharding *withOuter = nullptr, size_t dim = 0) {
     if (!expect("("))
       return false;
     do {
+      if (withOuter && consume("outer=")) {
+        int64_t o;
+        if (!parseInt(o))
+          return false;
+        if (o < 1)
+          return fail("outer factor must be positive");
+        withOuter->outer.resize(dim + 1, 1);
+        withOuter->outer[dim] = o;
+        continue;
+      }
       std::string a;
       if (!parseIdentifier(a))
         return false;
@@ -222,7 +232,7 @@ private:
         s.dims.emplace_back();
         if (consume("R"))
           continue;
-        if (!expect("S") || !parseAxisList(s.dims.back()))
+        if (!expect("S") || !parseAxisList(s.dims.back(), &s, s.dims.size() - 1))
           return false;
       } while (consume(","));
       if (!expect("}"))

@@ -62,6 +62,8 @@ std::string Sharding::str() const {
     s += "S(";
     for (size_t j = 0; j < dims[i].size(); ++j)
       s += (j ? "," : "") + dims[i][j];
+    if (outerOf(i) != 1)
+      s += ",outer=" + std::to_string(outerOf(i));
     s += ")";
   }
   s += "}";
@@ -96,7 +98,9 @@ llvm::Error Sharding::verify(const Mesh &mesh, llvm::ArrayRef<int64_t> shape) co
         return err;
       parts *= mesh.find(axis)->size;
     }
-    if (shape[i] >= 0 && shape[i] % parts != 0)
+    if (outerOf(i) < 1 || (shape[i] >= 0 && shape[i] % outerOf(i) != 0))
+      return fail("sharding " + str() + " has an outer factor that does not divide dimension " + llvm::Twine(i));
+    if (shape[i] >= 0 && (shape[i] / outerOf(i)) % parts != 0)
       return fail("sharding " + str() + " splits dimension " + llvm::Twine(i) + " of size " +
                   llvm::Twine(shape[i]) + " into " + llvm::Twine(parts) +
                   " parts, which does not divide");

@@ -32,13 +32,23 @@ struct Mesh {
 struct Sharding {
   /// dims[i] lists the mesh axes splitting dimension i, major to minor.
   llvm::SmallVector<llvm::SmallVector<std::string, 1>, 4> dims;
+  /// outer[i] > 1 when dimension i is [outer, rest] and the split applies to
+  /// `rest` inside every outer block (heads merged into a batch dimension:
+  /// [B*H] split by heads). Printed S(tp,outer=2). Empty means all 1.
+  llvm::SmallVector<int64_t, 4> outer;
+  int64_t outerOf(size_t dim) const { return dim < outer.size() ? outer[dim] : 1; }
   llvm::SmallVector<std::string, 1> partial;
 
   static Sharding replicated(size_t rank);
   bool isReplicated() const;
   std::string str() const; // "{R,S(tp)} partial(dp)"
   bool operator==(const Sharding &o) const {
-    return dims == o.dims && partial == o.partial;
+    if (dims != o.dims || partial != o.partial)
+      return false;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (outerOf(i) != o.outerOf(i))
+        return false;
+    return true;
   }
   bool operator!=(const Sharding &o) const { return !(*this == o); }
 

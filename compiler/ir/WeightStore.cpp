@@ -10,11 +10,23 @@ const WeightRef *WeightStore::find(llvm::StringRef name) const {
   return it == refs_.end() ? nullptr : &it->second;
 }
 
+WeightRef WeightRef::transposed(llvm::ArrayRef<int64_t> p) const {
+  WeightRef t = *this;
+  if (t.storedShape.empty())
+    t.storedShape = type.shape;
+  t.perm.assign(p.begin(), p.end());
+  t.type.shape.clear();
+  for (int64_t d : p)
+    t.type.shape.push_back(type.shape[d]);
+  return t;
+}
+
 WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const {
   WeightRef v = *this;
   if (v.viewStart.empty()) {
     v.viewStart.assign(type.shape.size(), 0);
-    v.storedShape = type.shape;
+    if (v.storedShape.empty())
+      v.storedShape = type.shape;
   }
   for (size_t d = 0; d < start.size(); ++d)
     v.viewStart[d] += start[d];
@@ -58,17 +70,43 @@ llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   const WeightRef *ref = find(name);
   if (!ref || !ref->hasData())
     return fail("no data is attached (graph parsed from IR text?)");
-  if (!ref->viewStart.empty()) {
+  if (!ref->viewStart.empty() || !ref->perm.empty()) {
     WeightRef whole = *ref;
     whole.viewStart.clear();
+    whole.perm.clear();
     whole.type.shape = ref->storedShape;
     WeightStore one;
     one.add(name.str(), whole);
     auto full = one.load(name);
     if (!full)
       return full.takeError();
-    return Tensor(ref->type.dtype, ref->type.shape,
-                  sliceBox(full->data(), ref->storedShape, ref->viewStart, ref->type.shape, dtypeSize(ref->type.dtype)));
+    size_t elem = dtypeSize(ref->type.dtype);
+    Shape logical = ref->storedShape;
+    std::shared_ptr<std::vector<uint8_t>> permuted;
+    const uint8_t *data = full->data();
+    if (!ref->perm.empty()) {
+      // Transpose: logical index -> stored index.
+      logical.clear();
+      for (int64_t d : ref->perm)
+        logical.push_back(ref->storedShape[d]);
+      int64_t rank = static_cast<int64_t>(logical.size()), n = numElements(logical);
+      std::vector<int64_t> storedStrides(rank, 1);
+      for (int64_t d = rank - 2; d >= 0; --d)
+        storedStrides[d] = storedStrides[d + 1] * ref->storedShape[d + 1];
+      permuted = std::make_shared<std::vector<uint8_t>>(n * elem);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t rem = i, src = 0;
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          src += (rem % logical[d]) * storedStrides[ref->perm[d]];
+          rem /= logical[d];
+        }
+        std::memcpy(permuted->data() + i * elem, data + src * elem, elem);
+      }
+      data = permuted->data();
+    }
+    if (ref->viewStart.empty())
+      return Tensor(ref->type.dtype, ref->type.shape, permuted);
+    return Tensor(ref->type.dtype, ref->type.shape, sliceBox(data, logical, ref->viewStart, ref->type.shape, elem));
   }
   if (ref->inlineBytes)
     return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes);

@@ -25,11 +25,16 @@ struct WeightRef {
   /// how a rank's shard or one of q/k/v of a fused projection refers to the
   /// original weight without copying it. Empty: the whole stored tensor.
   Shape viewStart;
-  Shape storedShape; // shape of the bytes at file/inlineBytes when viewStart is set
+  Shape storedShape; // shape of the bytes at file/inlineBytes when viewed or permuted
+  /// Logical tensor = transpose(stored, perm) (a Gemm's transB folded into
+  /// the reference); the view box applies to the logical tensor.
+  std::vector<int64_t> perm;
 
   bool hasData() const { return inlineBytes || !file.empty(); }
   /// This weight restricted to `start` + `size` (relative to this view).
   WeightRef view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const;
+  /// This weight transposed by `perm` (only before any view).
+  WeightRef transposed(llvm::ArrayRef<int64_t> perm) const;
 };
 
 class WeightStore {

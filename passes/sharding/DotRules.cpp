@@ -12,9 +12,9 @@ namespace partita {
 namespace {
 
 /// Layout of a matmul operand for result dim `od` (batch dims broadcast).
-Layout batchOperand(const RuleContext &c, size_t i, int64_t od, int64_t outRank) {
+Layout batchOperand(const RuleContext &c, size_t i, int64_t od, int64_t outRank, int64_t outer) {
   int64_t d = od - (outRank - c.rank(i));
-  return d >= 0 && c.shape(i)[d] == c.outShape()[od] ? Layout::split(d) : Layout::replicated();
+  return d >= 0 && c.shape(i)[d] == c.outShape()[od] ? Layout::split(d, outer) : Layout::replicated();
 }
 
 RuleResult matmulForward(const RuleContext &c) {
@@ -26,20 +26,26 @@ RuleResult matmulForward(const RuleContext &c) {
     return RuleResult{{a, b}, {Layout::partialSum()}};
   if (b.partial && a.isReplicated())
     return RuleResult{{a, b}, {Layout::partialSum()}};
-  if (a.dim == ra - 1 && b.dim == rb - 2)
+  if (a.dim == ra - 1 && b.dim == rb - 2 && a.outer == 1 && b.outer == 1)
     return RuleResult{{a, b}, {Layout::partialSum()}};
   if (a.dim >= 0 && a.dim < ra - 2) {
     int64_t od = a.dim + ro - ra;
-    return RuleResult{{a, batchOperand(c, 1, od, ro)}, {Layout::split(od)}};
+    RuleResult r{{a, batchOperand(c, 1, od, ro, a.outer)}, {Layout::split(od, a.outer)}};
+    if (a.outer != 1 && r.operands[1].dim >= 0 && r.operands[1] != b)
+      return allReplicated(c.node); // would need a strided slice of B
+    return r;
   }
   if (b.dim >= 0 && b.dim < rb - 2) {
     int64_t od = b.dim + ro - rb;
-    return RuleResult{{batchOperand(c, 0, od, ro), b}, {Layout::split(od)}};
+    RuleResult r{{batchOperand(c, 0, od, ro, b.outer), b}, {Layout::split(od, b.outer)}};
+    if (b.outer != 1 && r.operands[0].dim >= 0 && r.operands[0] != a)
+      return allReplicated(c.node);
+    return r;
   }
   if (a.dim == ra - 2)
-    return RuleResult{{a, Layout::replicated()}, {Layout::split(ro - 2)}};
+    return RuleResult{{a, Layout::replicated()}, {Layout::split(ro - 2, a.outer)}};
   if (b.dim == rb - 1)
-    return RuleResult{{Layout::replicated(), b}, {Layout::split(ro - 1)}};
+    return RuleResult{{Layout::replicated(), b}, {Layout::split(ro - 1, b.outer)}};
   return allReplicated(c.node);
 }
 
@@ -50,10 +56,11 @@ std::optional<std::vector<Layout>> matmulBackward(const RuleContext &c, const La
     return std::nullopt;
   }
   if (want.dim < ro - 2)
-    return std::vector<Layout>{batchOperand(c, 0, want.dim, ro), batchOperand(c, 1, want.dim, ro)};
+    return std::vector<Layout>{batchOperand(c, 0, want.dim, ro, want.outer),
+                               batchOperand(c, 1, want.dim, ro, want.outer)};
   if (want.dim == ro - 2)
-    return std::vector<Layout>{Layout::split(ra - 2), Layout::replicated()};
-  return std::vector<Layout>{Layout::replicated(), Layout::split(rb - 1)};
+    return std::vector<Layout>{Layout::split(ra - 2, want.outer), Layout::replicated()};
+  return std::vector<Layout>{Layout::replicated(), Layout::split(rb - 1, want.outer)};
 }
 
 /// partita.Linear(x, w[K,N], b[N]). A row-parallel Linear would add its bias on
@@ -82,7 +89,7 @@ std::optional<std::vector<Layout>> linearBackward(const RuleContext &c, const La
 } // namespace
 
 void addDotRules(llvm::StringMap<ShardingRule> &t) {
-  t["MatMul"] = ShardingRule{matmulForward, matmulBackward};
+  t["MatMul"] = ShardingRule{matmulForward, matmulBackward, true};
   t["partita.Linear"] = ShardingRule{linearForward, linearBackward};
 }
 

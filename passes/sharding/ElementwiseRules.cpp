@@ -13,7 +13,7 @@ namespace partita {
 namespace {
 
 /// Operand layouts that give result dim `outDim` (or R when -1).
-std::vector<Layout> operandsFor(const RuleContext &c, int64_t outDim) {
+std::vector<Layout> operandsFor(const RuleContext &c, int64_t outDim, int64_t outer = 1) {
   std::vector<Layout> ops;
   int64_t outRank = static_cast<int64_t>(c.outShape().size());
   for (size_t i = 0; i < c.node.numInputs(); ++i) {
@@ -23,7 +23,7 @@ std::vector<Layout> operandsFor(const RuleContext &c, int64_t outDim) {
     }
     int64_t d = outDim - (outRank - c.rank(i));
     bool spans = d >= 0 && c.shape(i)[d] == c.outShape()[outDim];
-    ops.push_back(spans ? Layout::split(d) : Layout::replicated());
+    ops.push_back(spans ? Layout::split(d, outer) : Layout::replicated());
   }
   return ops;
 }
@@ -55,17 +55,24 @@ RuleResult forward(const RuleContext &c) {
     r.results.assign(c.node.numOutputs(), Layout::partialSum());
     return r;
   }
-  int64_t outRank = static_cast<int64_t>(c.outShape().size()), outDim = -1;
+  int64_t outRank = static_cast<int64_t>(c.outShape().size()), outDim = -1, outer = 1;
   for (size_t i = 0; i < c.actual.size() && outDim < 0; ++i) {
     int64_t d = c.actual[i].dim;
     if (d < 0 || !c.node.input(i))
       continue;
     int64_t mapped = d + outRank - c.rank(i);
-    if (c.shape(i)[d] == c.outShape()[mapped] && c.divisible(c.outShape()[mapped]))
+    if (c.shape(i)[d] == c.outShape()[mapped] && c.divisible(c.outShape()[mapped] / c.actual[i].outer)) {
       outDim = mapped;
+      outer = c.actual[i].outer;
+    }
   }
-  r.operands = operandsFor(c, outDim);
-  r.results.assign(c.node.numOutputs(), outDim >= 0 ? Layout::split(outDim) : Layout::replicated());
+  r.operands = operandsFor(c, outDim, outer);
+  // A replicated operand spanning an outer-factor split would need a strided
+  // slice: gather instead.
+  for (size_t i = 0; i < r.operands.size() && outer != 1; ++i)
+    if (r.operands[i].dim >= 0 && c.actual[i] != r.operands[i])
+      return allReplicated(c.node);
+  r.results.assign(c.node.numOutputs(), outDim >= 0 ? Layout::split(outDim, outer) : Layout::replicated());
   return r;
 }
 
@@ -74,7 +81,7 @@ std::optional<std::vector<Layout>> backward(const RuleContext &c, const Layout &
     why = "a partial sum cannot be produced by node " + c.node.describe();
     return std::nullopt;
   }
-  return operandsFor(c, want.dim);
+  return operandsFor(c, want.dim, want.outer);
 }
 
 } // namespace
@@ -84,7 +91,7 @@ void addElementwiseRules(llvm::StringMap<ShardingRule> &t) {
                          "Ceil", "Sigmoid", "Relu", "Not", "Identity", "Cast", "Dropout", "partita.Gelu",
                          "partita.FastGelu", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less",
                          "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Where"})
-    t[op] = ShardingRule{forward, backward};
+    t[op] = ShardingRule{forward, backward, /*supportsOuter=*/true};
 }
 
 } // namespace partita

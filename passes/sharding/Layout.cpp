@@ -7,7 +7,9 @@ namespace partita {
 std::string Layout::str() const {
   if (partial)
     return "partial";
-  return dim < 0 ? "R" : "S(" + std::to_string(dim) + ")";
+  if (dim < 0)
+    return "R";
+  return "S(" + std::to_string(dim) + (outer != 1 ? ",outer=" + std::to_string(outer) : "") + ")";
 }
 
 Layout layoutOf(const Value *v, llvm::StringRef axis) {
@@ -16,8 +18,10 @@ Layout layoutOf(const Value *v, llvm::StringRef axis) {
     return l;
   const Sharding &s = *v->sharding();
   for (size_t d = 0; d < s.dims.size(); ++d)
-    if (std::find(s.dims[d].begin(), s.dims[d].end(), axis) != s.dims[d].end())
+    if (std::find(s.dims[d].begin(), s.dims[d].end(), axis) != s.dims[d].end()) {
       l.dim = static_cast<int64_t>(d);
+      l.outer = s.outerOf(d);
+    }
   l.partial = std::find(s.partial.begin(), s.partial.end(), axis) != s.partial.end();
   return l;
 }
@@ -28,8 +32,16 @@ void setLayout(Value *v, llvm::StringRef axis, const Layout &l) {
   for (auto &d : s.dims)
     d.erase(std::remove(d.begin(), d.end(), axis), d.end());
   s.partial.erase(std::remove(s.partial.begin(), s.partial.end(), axis), s.partial.end());
-  if (l.dim >= 0)
+  s.outer.resize(s.dims.size(), 1);
+  for (size_t d = 0; d < s.dims.size(); ++d)
+    if (s.dims[d].empty())
+      s.outer[d] = 1;
+  if (l.dim >= 0) {
     s.dims[l.dim].push_back(axis.str());
+    s.outer[l.dim] = l.outer;
+  }
+  if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
+    s.outer.clear();
   if (l.partial)
     s.partial.push_back(axis.str());
   v->sharding() = s;
@@ -37,8 +49,13 @@ void setLayout(Value *v, llvm::StringRef axis, const Layout &l) {
 
 Sharding toSharding(const Layout &l, llvm::StringRef axis, size_t rank) {
   Sharding s = Sharding::replicated(rank);
-  if (l.dim >= 0)
+  if (l.dim >= 0) {
     s.dims[l.dim].push_back(axis.str());
+    if (l.outer != 1) {
+      s.outer.assign(rank, 1);
+      s.outer[l.dim] = l.outer;
+    }
+  }
   if (l.partial)
     s.partial.push_back(axis.str());
   return s;

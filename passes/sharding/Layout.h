@@ -16,12 +16,15 @@ namespace partita {
 struct Layout {
   int64_t dim = -1;     // split dimension, -1 when not split
   bool partial = false; // a partial sum over the axis
+  int64_t outer = 1;    // the split applies inside `outer` blocks of dim (see Sharding::outer)
 
   static Layout replicated() { return {}; }
-  static Layout split(int64_t d) { return {d, false}; }
+  static Layout split(int64_t d, int64_t outer = 1) { return {d, false, outer}; }
   static Layout partialSum() { return {-1, true}; }
   bool isReplicated() const { return dim < 0 && !partial; }
-  bool operator==(const Layout &o) const { return dim == o.dim && partial == o.partial; }
+  bool operator==(const Layout &o) const {
+    return dim == o.dim && partial == o.partial && (dim < 0 || outer == o.outer);
+  }
   bool operator!=(const Layout &o) const { return !(*this == o); }
   std::string str() const;
 };

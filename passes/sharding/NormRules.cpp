@@ -74,7 +74,7 @@ RuleResult reduceForward(const RuleContext &c) {
 
 void addNormRules(llvm::StringMap<ShardingRule> &t) {
   for (const char *op : {"Softmax", "LogSoftmax", "LayerNormalization"})
-    t[op] = ShardingRule{normForward, normBackward};
+    t[op] = ShardingRule{normForward, normBackward, true};
   for (const char *op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"})
     t[op] = ShardingRule{reduceForward, {}};
 }

@@ -21,13 +21,13 @@ llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const L
     if (to.isReplicated())
       return std::vector<ReshardStep>{{K::AllReduce}};
     if (to.dim >= 0 && !to.partial)
-      return std::vector<ReshardStep>{{K::ReduceScatter, to.dim}};
+      return std::vector<ReshardStep>{{K::ReduceScatter, to.dim, to.outer}};
   } else if (!to.partial) {
     std::vector<ReshardStep> steps;
     if (from.dim >= 0)
-      steps.push_back({K::AllGather, from.dim});
+      steps.push_back({K::AllGather, from.dim, from.outer});
     if (to.dim >= 0)
-      steps.push_back({K::ShardSlice, to.dim});
+      steps.push_back({K::ShardSlice, to.dim, to.outer});
     return steps;
   }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -41,6 +41,8 @@ Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::Str
   n->setAttr("axis", Attribute::ofString(axis.str()));
   if (step.kind != CollectiveKind::AllReduce)
     n->setAttr("dim", Attribute::ofInt(step.dim));
+  if (step.outer != 1)
+    n->setAttr("outer", Attribute::ofInt(step.outer));
   n->output()->type() = input->type();
   setLayout(n->output(), axis, result);
   return n->output();

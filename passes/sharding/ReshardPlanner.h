@@ -17,7 +17,8 @@ enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, ShardSlice };
 
 struct ReshardStep {
   CollectiveKind kind;
-  int64_t dim = -1; // gathered / scattered / sliced dimension
+  int64_t dim = -1;  // gathered / scattered / sliced dimension
+  int64_t outer = 1; // its outer factor (Layout::outer)
 };
 
 llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const Layout &to);

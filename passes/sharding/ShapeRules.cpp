@@ -44,45 +44,50 @@ std::vector<Group> reshapeGroups(const Shape &in, const Shape &out) {
   return groups;
 }
 
-int64_t firstNonUnit(const Shape &s, int64_t b, int64_t e) {
-  for (int64_t k = b; k < e; ++k)
-    if (s[k] != 1)
-      return k;
-  return -1;
-}
-
-/// The dim a split on `from`'s dim `k` lands on in `to` (-1: it does not carry).
-int64_t carrySplit(const Shape &from, const Shape &to, int64_t k, int64_t parts, bool forward) {
-  for (const Group &g : forward ? reshapeGroups(from, to) : reshapeGroups(to, from)) {
-    int64_t fb = forward ? g.inBegin : g.outBegin, fe = forward ? g.inEnd : g.outEnd;
-    int64_t tb = forward ? g.outBegin : g.inBegin, te = forward ? g.outEnd : g.inEnd;
-    if (k < fb || k >= fe)
+/// Where a split of `from`'s dim `k` (outer factor `outer`) lands in `to`.
+/// Inside a regrouping, a split is the same partition of elements iff its
+/// prefix (product of the dims before it, times its outer factor) is the
+/// same: find the `to` dim and outer factor with that prefix whose remaining
+/// size still divides into `parts`.
+std::optional<Layout> carrySplit(const Shape &from, const Shape &to, int64_t k, int64_t outer, int64_t parts) {
+  for (const Group &g : reshapeGroups(from, to)) {
+    if (k < g.inBegin || k >= g.inEnd)
       continue;
-    int64_t lead = firstNonUnit(to, tb, te);
-    if (firstNonUnit(from, fb, fe) != k || lead < 0 || from[k] % parts || to[lead] % parts)
-      return -1;
-    return lead;
+    if (from[k] % outer || (from[k] / outer) % parts)
+      return std::nullopt;
+    int64_t prefix = outer;
+    for (int64_t d = g.inBegin; d < k; ++d)
+      prefix *= from[d];
+    int64_t before = 1;
+    for (int64_t j = g.outBegin; j < g.outEnd; before *= to[j], ++j) {
+      if (prefix % before)
+        break;
+      int64_t o = prefix / before;
+      if (to[j] % o == 0 && (to[j] / o) % parts == 0)
+        return Layout::split(j, o);
+    }
+    return std::nullopt;
   }
-  return -1;
+  return std::nullopt;
 }
 
 RuleResult reshapeForward(const RuleContext &c) {
   const Layout &in = c.actual[0];
-  if (in.partial)
+  if (in.partial || in.dim < 0)
     return same(c, in, in);
-  int64_t d = in.dim >= 0 ? carrySplit(c.shape(0), c.outShape(), in.dim, c.parts, true) : -1;
-  return d >= 0 ? same(c, in, Layout::split(d)) : allReplicated(c.node);
+  auto out = carrySplit(c.shape(0), c.outShape(), in.dim, in.outer, c.parts);
+  return out ? same(c, in, *out) : allReplicated(c.node);
 }
 
 std::optional<std::vector<Layout>> reshapeBackward(const RuleContext &c, const Layout &want, std::string &why) {
-  int64_t d = carrySplit(c.outShape(), c.shape(0), want.dim, c.parts, true);
-  if (want.dim < 0 || d < 0) {
+  auto in = want.dim >= 0 ? carrySplit(c.outShape(), c.shape(0), want.dim, want.outer, c.parts) : std::nullopt;
+  if (!in) {
     why = "node " + c.node.describe() + " cannot produce a split of dimension " + std::to_string(want.dim) +
-          " of " + shapeString(c.outShape()) + " from " + shapeString(c.shape(0)) + " (size not divisible by " +
-          std::to_string(c.parts) + " or not the leading dimension of a regrouping)";
+          " of " + shapeString(c.outShape()) + " from " + shapeString(c.shape(0)) + " into " +
+          std::to_string(c.parts) + " parts (the regrouped dimensions do not divide)";
     return std::nullopt;
   }
-  return replicatedExcept0(c, Layout::split(d));
+  return replicatedExcept0(c, *in);
 }
 
 // ---- Transpose -----------------------------------------------------------------------
@@ -100,11 +105,11 @@ RuleResult transposeForward(const RuleContext &c) {
     return same(c, in, in);
   auto perm = permOf(c);
   int64_t j = std::find(perm.begin(), perm.end(), in.dim) - perm.begin();
-  return same(c, in, Layout::split(j));
+  return same(c, in, Layout::split(j, in.outer));
 }
 
 std::optional<std::vector<Layout>> transposeBackward(const RuleContext &c, const Layout &want, std::string &) {
-  return replicatedExcept0(c, Layout::split(permOf(c)[want.dim]));
+  return replicatedExcept0(c, Layout::split(permOf(c)[want.dim], want.outer));
 }
 
 // ---- Split / Concat / Slice --------------------------------------------------------------
@@ -259,9 +264,9 @@ RuleResult expandForward(const RuleContext &c) {
 } // namespace
 
 void addShapeRules(llvm::StringMap<ShardingRule> &t) {
-  t["Reshape"] = ShardingRule{reshapeForward, reshapeBackward};
-  t["Flatten"] = ShardingRule{reshapeForward, reshapeBackward};
-  t["Transpose"] = ShardingRule{transposeForward, transposeBackward};
+  t["Reshape"] = ShardingRule{reshapeForward, reshapeBackward, true};
+  t["Flatten"] = ShardingRule{reshapeForward, reshapeBackward, true};
+  t["Transpose"] = ShardingRule{transposeForward, transposeBackward, true};
   t["Split"] = ShardingRule{splitForward, splitBackward};
   t["Concat"] = ShardingRule{concatForward, concatBackward};
   t["Slice"] = ShardingRule{sliceForward, sliceBackward};

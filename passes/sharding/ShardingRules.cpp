@@ -29,7 +29,10 @@ const ShardingRule *findShardingRule(const Node &n) {
 
 RuleResult forwardLayouts(const Node &n, const std::vector<Layout> &actual, int64_t parts) {
   const ShardingRule *rule = findShardingRule(n);
-  if (!rule)
+  bool outerSplit = false;
+  for (const Layout &l : actual)
+    outerSplit |= l.dim >= 0 && l.outer != 1;
+  if (!rule || (outerSplit && !rule->supportsOuter))
     return allReplicated(n);
   RuleResult r = rule->forward(RuleContext{n, actual, parts});
   r.operands.resize(n.numInputs(), Layout::replicated());
@@ -39,8 +42,8 @@ RuleResult forwardLayouts(const Node &n, const std::vector<Layout> &actual, int6
 std::optional<std::vector<Layout>> backwardLayouts(const Node &n, unsigned result, const Layout &want,
                                                    int64_t parts, std::string &why) {
   const ShardingRule *rule = findShardingRule(n);
-  if (!rule || !rule->backward) {
-    why = "a split cannot pass through " + n.describe();
+  if (!rule || !rule->backward || (want.outer != 1 && !rule->supportsOuter)) {
+    why = "a split cannot pass through node " + n.describe();
     return std::nullopt;
   }
   std::vector<Layout> none(n.numInputs(), Layout::replicated());

@@ -41,6 +41,9 @@ using BackwardRule =
 struct ShardingRule {
   ForwardRule forward;
   BackwardRule backward; // empty: the op cannot pass a split through
+  /// Whether the rule handles splits with an outer factor (Layout::outer > 1);
+  /// other ops see such operands gathered first.
+  bool supportsOuter = false;
 };
 
 /// The rule for `n`'s op; ops without one compute replicated (always correct).

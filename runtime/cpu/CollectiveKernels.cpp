@@ -27,6 +27,9 @@ public:
     for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
       if (kind != Coll::AllReduce && d < dim)
         outer_ *= s[d];
+    // A split inside `outer` blocks of dim: each block is one more outer row.
+    if (kind != Coll::AllReduce)
+      outer_ *= n.intAttr("outer", 1);
     blockBytes_ = static_cast<size_t>(numElements(s) / std::max<int64_t>(parts_, 1)) * elem_;
     rowBytes_ = outer_ ? blockBytes_ / outer_ : 0; // one [l, inner] row of a block
   }

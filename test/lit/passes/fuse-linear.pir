@@ -12,9 +12,9 @@ graph @matmul_add(%x: f32[2,8,16]) opset 17 {
 }
 
 // -----
-// Gemm with transB: the weight is transposed explicitly.
+// Gemm with transB: the weight is transposed by reference (no bytes move).
 // CHECK-LABEL: graph @gemm(%x: f32[4,16]) opset 17 {
-// CHECK: %w.T = Transpose(%w) {perm = [1, 0]} : f32[16,32]
+// CHECK: %w.T = Weight() {name = "w.T"} : f32[16,32]
 // CHECK: %y = partita.Linear(%x, %w.T, %b) : f32[4,32]
 graph @gemm(%x: f32[4,16]) opset 17 {
   %w = Weight() {name = "w"} : f32[32,16]

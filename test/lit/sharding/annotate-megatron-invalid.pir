@@ -1,7 +1,7 @@
 // RUN: not partita-opt %s --split-input-file --passes='annotate-megatron{tp=4}' 2>&1 | FileCheck %s
 
 // Two heads cannot be split four ways.
-// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: node '%m' (Reshape) cannot produce a split of dimension 2 of [1,4,8] from [1,4,2,4] (size not divisible by 4 or not the leading dimension of a regrouping) (and 3 more; see the coverage report); pass allow-replicated=1 (--allow-replicated) to replicate it
+// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: node '%m' (Reshape) cannot produce a split of dimension 2 of [1,4,8] from [1,4,2,4] into 4 parts (the regrouped dimensions do not divide) (and 3 more; see the coverage report); pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @attention(%x: f32[1,4,8]) opset 17 {
   %wq = Weight() {name = "wq"} : f32[8,8]
   %wk = Weight() {name = "wk"} : f32[8,8]

@@ -6,8 +6,8 @@
 // vocab-parallel embedding (ids 8..15, others read as zeros), the group size on
 // collectives, and no shardings left.
 // CHECK-LABEL: graph @lm(%ids: i64[2,4]) opset 17 {
-// CHECK: %emb = Weight() {name = "emb"} : f32[8,8]
-// CHECK: %w = Weight() {name = "w"} : f32[8,4]
+// CHECK: %emb = Weight() {name = "emb#shard0"} : f32[8,8]
+// CHECK: %w = Weight() {name = "w#shard1"} : f32[8,4]
 // CHECK: %x.row0 = Constant() {value = dense<i64[]>[8]} : i64[]
 // CHECK: %x.local_ids = Sub(%ids, %x.row0) : i64[2,4]
 // CHECK: %x = Gather(%emb, %x.safe_ids) : f32[2,4,8]
