@@ -12,6 +12,13 @@
 //   %p = MatMul(%h, %w2) : f32[2,8,32] {R,R,R} partial(tp)
 //   %y = Add(%p, %b2) ...   →   %r = partita.Reshard(%p) : f32[2,8,32] {R,R,R}
 //                                %y = Add(%r, %b2)
+//
+// With sequence-parallel=1 (Megatron's sequence parallelism), elementwise ops
+// and normalisations that would otherwise run replicated on a reduced partial
+// sum, or on a value already split along a token dimension, run split along
+// it instead: the reduction becomes a reduce-scatter, LayerNorm/residual/
+// dropout regions hold 1/tp of the tokens, and the column-parallel
+// projections that need the full sequence get an all-gather.
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/sharding/ShardingRules.h"
@@ -25,6 +32,14 @@ namespace {
 class PropagateSharding : public Pass {
 public:
   llvm::StringRef name() const override { return "propagate-sharding"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "sequence-parallel") {
+      sequenceParallel_ = value == "1" || value == "true";
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
 
   llvm::Error run(Graph &g) override {
     const MeshAxis *axis = g.mesh.empty() ? nullptr : &g.mesh.axes.back();
@@ -54,6 +69,8 @@ public:
       for (Value *in : n->inputs())
         actual.push_back(layoutOf(in, ax));
       RuleResult r = forwardLayouts(*n, actual, parts);
+      if (sequenceParallel_)
+        preferTokenSplit(*n, actual, parts, r);
       for (size_t i = 0; i < n->numInputs(); ++i)
         if (n->input(i) && r.operands[i] != actual[i])
           n->setInput(i, reshard(n->input(i), r.operands[i]));
@@ -66,6 +83,51 @@ public:
         g.replaceGraphOutput(out, reshard(out, Layout::replicated()));
     return llvm::Error::success();
   }
+
+private:
+  bool sequenceParallel_ = false;
+
+  /// A token dimension of an activation [.., tokens, features]: the one before
+  /// the features if it divides, else the first that does.
+  static int64_t tokenDim(const Value *v, int64_t parts) {
+    const Shape &s = v->type().shape;
+    int64_t rank = static_cast<int64_t>(s.size());
+    if (rank < 2 || !isFloat(v->type().dtype))
+      return -1;
+    if (s[rank - 2] % parts == 0)
+      return rank - 2;
+    for (int64_t d = 0; d < rank - 1; ++d)
+      if (s[d] % parts == 0)
+        return d;
+    return -1;
+  }
+
+  /// Sequence parallelism: re-run the rule of an elementwise op or a
+  /// normalisation with its operands split along the token dimension when it
+  /// would otherwise compute replicated from a partial sum or a token split.
+  static void preferTokenSplit(const Node &n, const std::vector<Layout> &actual, int64_t parts, RuleResult &r) {
+    bool normLike = n.is("LayerNormalization") || n.is("Add") || n.is("Sub") || n.is("Mul") || n.is("Div") ||
+                    n.is("Dropout") || n.is("Identity") || n.is("Where");
+    if (!normLike || n.numOutputs() == 0 || r.results.empty() || !r.results[0].isReplicated())
+      return;
+    bool fromReduction = false;
+    int64_t d = tokenDim(n.output(), parts);
+    for (size_t i = 0; i < actual.size(); ++i)
+      fromReduction |= actual[i].partial || (actual[i].dim >= 0 && actual[i].dim == d);
+    if (!fromReduction || d < 0)
+      return;
+    std::vector<Layout> split(actual.size(), Layout::replicated());
+    int64_t outRank = n.output()->type().rank();
+    for (size_t i = 0; i < actual.size(); ++i) {
+      const Value *in = n.input(i);
+      int64_t di = in ? d - (outRank - in->type().rank()) : -1;
+      if (in && di >= 0 && in->type().shape[di] == n.output()->type().shape[d])
+        split[i] = Layout::split(di);
+    }
+    RuleResult alt = forwardLayouts(n, split, parts);
+    if (!alt.results.empty() && alt.results[0] == Layout::split(d))
+      r = alt;
+  }
 };
 
 } // namespace
@@ -74,7 +136,8 @@ PassInfo propagateShardingPass() {
   return {"propagate-sharding", "Derive every value's sharding from the seeded weights",
           "Applies each op's forward sharding rule in program order and records needed layout "
           "changes as partita.Reshard nodes. Expects a mesh (annotate-megatron).",
-          "", [] { return std::make_unique<PropagateSharding>(); }};
+          "sequence-parallel=bool (0): split LayerNorm/residual regions along the tokens",
+          [] { return std::make_unique<PropagateSharding>(); }};
 }
 
 } // namespace partita

@@ -48,7 +48,7 @@ static llvm::Error fail(const llvm::Twine &msg) {
 static llvm::Error notYet(const char *flag, int value) {
   return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
               ": not implemented yet (this build compiles tensor parallelism only; pipelining, data "
-              "parallelism, ZeRO, training and sequence parallelism come later)");
+              "parallelism, ZeRO and training come later)");
 }
 
 static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
@@ -78,8 +78,8 @@ static llvm::Error compile(llvm::StringRef dir) {
     return notYet("--zero", zero);
   if (train)
     return notYet("--train", 1);
-  if (sequenceParallel)
-    return notYet("--sequence-parallel", 1);
+  if (sequenceParallel && tp == 1)
+    return fail("--sequence-parallel needs --tp > 1");
   ImportOptions opts;
   for (const auto &s : inputShapes)
     if (auto err = parseInputShape(s, opts))
@@ -93,7 +93,8 @@ static llvm::Error compile(llvm::StringRef dir) {
   std::string pipeline = "canonicalize";
   if (tp > 1)
     pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") +
-                "},dce,propagate-sharding,insert-collectives";
+                "},dce,propagate-sharding" + (sequenceParallel ? "{sequence-parallel=1}" : "") +
+                ",insert-collectives";
   if (auto err = pm.addPipeline(pipeline))
     return err;
   if (auto err = pm.run(g))

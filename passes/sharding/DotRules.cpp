@@ -28,6 +28,10 @@ RuleResult matmulForward(const RuleContext &c) {
     return RuleResult{{a, b}, {Layout::partialSum()}};
   if (a.dim == ra - 1 && b.dim == rb - 2 && a.outer == 1 && b.outer == 1)
     return RuleResult{{a, b}, {Layout::partialSum()}};
+  // A column-split right operand (a column-parallel weight) keeps its layout;
+  // the left one is gathered if it came split along its rows.
+  if (b.dim == rb - 1 && (a.dim < 0 || a.dim >= ra - 2))
+    return RuleResult{{Layout::replicated(), b}, {Layout::split(ro - 1, b.outer)}};
   if (a.dim >= 0 && a.dim < ra - 2) {
     int64_t od = a.dim + ro - ra;
     RuleResult r{{a, batchOperand(c, 1, od, ro, a.outer)}, {Layout::split(od, a.outer)}};
