@@ -36,6 +36,8 @@ static cl::opt<std::string> launchOutDir("output-dir", cl::desc("Folder for rank
                                          cl::sub(launchCmd), cl::Required);
 static cl::opt<int> launchThreads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
                                   cl::init(0), cl::sub(launchCmd));
+static cl::opt<int> launchRepeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
+                                 cl::init(1), cl::sub(launchCmd));
 
 static cl::SubCommand workerCmd("worker", "(internal) one rank of a launch");
 static cl::opt<std::string> workerDir(cl::Positional, cl::desc("<out/>"), cl::sub(workerCmd), cl::Required);
@@ -43,6 +45,7 @@ static cl::list<std::string> workerInputs("input", cl::desc("An input: NAME=FILE
 static cl::opt<std::string> workerOutDir("output-dir", cl::desc("Folder for rank 0's outputs"), cl::sub(workerCmd),
                                          cl::Required);
 static cl::opt<int> workerThreads("threads", cl::desc("Threads"), cl::init(1), cl::sub(workerCmd));
+static cl::opt<int> workerRepeat("repeat", cl::desc("Runs"), cl::init(1), cl::sub(workerCmd));
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
 bool workerSelected() { return static_cast<bool>(workerCmd); }
@@ -99,7 +102,8 @@ int launchMain(const char *argv0) {
             std::to_string(worldSize.getValue()), "--mca", "btl_vader_single_copy_mechanism", "none"};
   }
   args.insert(args.end(), {self, "worker", launchDir.getValue(), "--output-dir", launchOutDir.getValue(),
-                           "--threads", std::to_string(threads)});
+                           "--threads", std::to_string(threads), "--repeat",
+                           std::to_string(std::max(1, launchRepeat.getValue()))});
   for (const auto &in : launchInputs)
     args.push_back("--input=" + in);
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
@@ -142,9 +146,12 @@ static llvm::Error runRank(int rank) {
     return g.takeError();
   RunOptions ro;
   ro.env = &env;
+  ro.repeat = std::max(1, workerRepeat.getValue());
   auto result = runOnCpu(**g, *inputs, ro);
   if (!result)
     return result.takeError();
+  if (rank == 0 && ro.repeat > 1)
+    llvm::outs() << "rank 0: " << result->statsLine << "\n";
   if (rank == 0)
     return writeOutputFiles(workerOutDir, result->names, result->outputs);
   return llvm::Error::success();
