@@ -261,6 +261,18 @@ RuleResult expandForward(const RuleContext &c) {
   return allReplicated(c.node);
 }
 
+std::optional<std::vector<Layout>> expandBackward(const RuleContext &c, const Layout &want, std::string &why) {
+  int64_t d = want.dim - (static_cast<int64_t>(c.outShape().size()) - c.rank(0));
+  std::vector<Layout> ops(c.node.numInputs(), Layout::replicated());
+  if (d >= 0 && c.shape(0)[d] == c.outShape()[want.dim])
+    ops[0] = Layout::split(d, want.outer);
+  else if (want.outer != 1) {
+    why = "node " + c.node.describe() + " cannot carry a strided split";
+    return std::nullopt;
+  }
+  return ops; // broadcast along the split dim: every rank expands the same value
+}
+
 } // namespace
 
 void addShapeRules(llvm::StringMap<ShardingRule> &t) {
@@ -273,7 +285,7 @@ void addShapeRules(llvm::StringMap<ShardingRule> &t) {
   t["Squeeze"] = ShardingRule{squeezeForward, squeezeBackward};
   t["Unsqueeze"] = ShardingRule{squeezeForward, squeezeBackward};
   t["Gather"] = ShardingRule{gatherForward, gatherBackward};
-  t["Expand"] = ShardingRule{expandForward, {}};
+  t["Expand"] = ShardingRule{expandForward, expandBackward};
 }
 
 } // namespace partita
