@@ -17,6 +17,14 @@ done
 out="$work/$name.tp$tp"
 rm -rf "$out" "$out.single" "$out.res"
 "$partita" compile "$fixtures/$name.onnx" --tp "$tp" "${shapes[@]}" "$@" -o "$out" >/dev/null
+# Every emitted rank program is valid ONNX.
+/usr/bin/python3 -c "
+import glob, onnx, sys
+files = sorted(glob.glob('$out/rank*/forward.onnx'))
+assert len(files) == $tp, files
+for f in files:
+    onnx.checker.check_model(onnx.load(f), full_check=True)
+"
 "$partita" launch -n "$tp" "$out" "${inputs[@]}" --output-dir "$out.res" --threads 1
 "$partita" run "$fixtures/$name.onnx" "${inputs[@]}" --output-dir "$out.single" --threads 1
 /usr/bin/python3 - "$out.res/out.npy" "$out.single/out.npy" "$fixtures/$name.b2.ref.out.npy" <<'PY'
