@@ -150,10 +150,79 @@ class TorchEncoder(nn.Module):
         return self.enc(self.emb(ids))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half_rope(x, cos, sin):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+KV_HEADS = 2
+
+
+class LlamaBlock(nn.Module):
+    """LLaMA-style block: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU."""
+
+    def __init__(self):
+        super().__init__()
+        dh = D // HEADS
+        self.n1, self.n2 = RMSNorm(D), RMSNorm(D)
+        self.q = nn.Linear(D, HEADS * dh, bias=False)
+        self.k = nn.Linear(D, KV_HEADS * dh, bias=False)
+        self.v = nn.Linear(D, KV_HEADS * dh, bias=False)
+        self.o = nn.Linear(HEADS * dh, D, bias=False)
+        self.gate = nn.Linear(D, 2 * D, bias=False)
+        self.up = nn.Linear(D, 2 * D, bias=False)
+        self.down = nn.Linear(2 * D, D, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, _ = x.shape
+        dh, rep = D // HEADS, HEADS // KV_HEADS
+        h = self.n1(x)
+        q = rotate_half_rope(self.q(h).view(b, t, HEADS, dh).transpose(1, 2), cos, sin)
+        k = rotate_half_rope(self.k(h).view(b, t, KV_HEADS, dh).transpose(1, 2), cos, sin)
+        v = self.v(h).view(b, t, KV_HEADS, dh).transpose(1, 2)
+        k = k[:, :, None].expand(b, KV_HEADS, rep, t, dh).reshape(b, HEADS, t, dh)
+        v = v[:, :, None].expand(b, KV_HEADS, rep, t, dh).reshape(b, HEADS, t, dh)
+        a = F.softmax((q @ k.transpose(-1, -2)) / math.sqrt(dh) + mask, dim=-1)
+        x = x + self.o((a @ v).transpose(1, 2).reshape(b, t, D))
+        h = self.n2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, D)
+        self.layers = nn.ModuleList([LlamaBlock() for _ in range(LAYERS)])
+        self.norm = RMSNorm(D)
+        self.head = nn.Linear(D, VOCAB, bias=False)
+
+    def forward(self, ids):
+        t, dh = ids.shape[1], D // HEADS
+        inv = 1.0 / (10000 ** (torch.arange(0, dh, 2).float() / dh))
+        freqs = torch.outer(torch.arange(t).float(), inv)
+        emb = torch.cat((freqs, freqs), -1)
+        cos, sin = emb.cos(), emb.sin()
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.head(self.norm(x))
+
+
 def make(kind):
-    torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4}[kind])
+    torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
-             "bert": BertLike, "encoder": TorchEncoder}[kind]()
+             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():
@@ -204,7 +273,7 @@ def export(kind, opset, dynamic, manifest):
 def main():
     os.makedirs(OUT, exist_ok=True)
     manifest = []
-    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder"]:
+    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder", "llama"]:
         for opset in [14, 17]:
             for dynamic in [False, True]:
                 export(kind, opset, dynamic, manifest)

@@ -17,6 +17,7 @@ const OpRegistry &OpRegistry::get() {
     registerReductionOps(r);
     registerNNOps(r);
     registerCommOps(r);
+    registerEinsumOp(r);
     return r;
   }();
   return registry;
