@@ -9,6 +9,7 @@ Each fixture NAME.onnx comes with NAME.inputs.npz-like files: NAME.in.<input>.np
 NAME.ref.<output>.npy (PyTorch's outputs for those inputs) and an entry in
 fixtures/manifest.json. Weights are seeded, so a rerun reproduces the files.
 """
+import contextlib
 import json
 import math
 import os
@@ -219,10 +220,32 @@ class Llama(nn.Module):
         return self.head(self.norm(x))
 
 
+class ViT(nn.Module):
+    """Vision transformer: Conv patch embedding, class token, pre-norm encoder, classifier head."""
+
+    def __init__(self, img=16, patch=4, classes=10):
+        super().__init__()
+        self.patch = nn.Conv2d(3, D, patch, patch)
+        n = (img // patch) ** 2
+        self.cls = nn.Parameter(torch.randn(1, 1, D))
+        self.pos = nn.Parameter(torch.randn(1, n + 1, D))
+        layer = nn.TransformerEncoderLayer(D, HEADS, 4 * D, dropout=0.0, activation=lambda x: F.gelu(x),
+                                           batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(D)
+        self.head = nn.Linear(D, classes)
+
+    def forward(self, pixels):
+        x = self.patch(pixels).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        return self.head(self.norm(self.enc(x))[:, 0])
+
+
 def make(kind):
-    torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5}[kind])
+    torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
+                       "vit": 6}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
-             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama}[kind]()
+             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():
@@ -233,6 +256,8 @@ def make(kind):
 
 
 def inputs_for(kind, batch, gen):
+    if kind == "vit":
+        return {"pixels": torch.randn(batch, 3, 16, 16, generator=gen)}
     ids = torch.randint(0, VOCAB, (batch, SEQ), generator=gen)
     if kind == "bert":
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
@@ -252,13 +277,16 @@ def export(kind, opset, dynamic, manifest):
     if dynamic:
         dyn["out"] = {0: "batch"}
     with torch.no_grad():
-        torch.onnx.export(model, tuple(ins.values()), path, input_names=names, output_names=["out"],
-                          opset_version=opset, dynamic_axes=dyn, do_constant_folding=True)
+        # nn.MultiheadAttention takes its fused fast path (no ONNX export) when
+        # gradients are off: export the ViT with them on.
+        with torch.enable_grad() if kind == "vit" else contextlib.nullcontext():
+            torch.onnx.export(model, tuple(ins.values()), path, input_names=names, output_names=["out"],
+                              opset_version=opset, dynamic_axes=dyn, do_constant_folding=True)
         entry = {"name": name, "model": name + ".onnx", "runs": []}
         batches = [BATCH, 3] if dynamic else [BATCH]
         for b in batches:
             run_ins = ins if b == BATCH else inputs_for(kind, b, gen)
-            out = model(*run_ins.values()).numpy()
+            out = model(*run_ins.values()).detach().numpy()
             tag = f"b{b}"
             for n, v in run_ins.items():
                 np.save(os.path.join(OUT, f"{name}.{tag}.in.{n}.npy"), v.numpy())
@@ -273,7 +301,7 @@ def export(kind, opset, dynamic, manifest):
 def main():
     os.makedirs(OUT, exist_ok=True)
     manifest = []
-    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder", "llama"]:
+    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder", "llama", "vit"]:
         for opset in [14, 17]:
             for dynamic in [False, True]:
                 export(kind, opset, dynamic, manifest)

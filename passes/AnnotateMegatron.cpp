@@ -186,12 +186,12 @@ public:
       if (!w || assigned.count(n) || !g.isGraphOutput(n->output()))
         continue;
       int64_t vocab = w->output()->type().shape[1];
-      if (vocab % tp_ != 0) {
-        problems.push_back("LM head " + n->describe() + ": vocabulary " + std::to_string(vocab) +
-                           " is not divisible by tp=" + std::to_string(tp_) + "; pad the vocabulary");
+      assigned.insert(n);
+      if (vocab % tp_ != 0) { // a small classifier head is cheap to replicate
+        g.coverage.push_back("output projection " + n->describe() + ": replicated (" + std::to_string(vocab) +
+                             " outputs not divisible by tp=" + std::to_string(tp_) + ")");
         continue;
       }
-      assigned.insert(n);
       seed(n, 1);
       g.coverage.push_back("lm head: vocab-parallel (column) " + n->describe());
     }

@@ -18,6 +18,7 @@ const OpRegistry &OpRegistry::get() {
     registerNNOps(r);
     registerCommOps(r);
     registerEinsumOp(r);
+    registerConvOp(r);
     return r;
   }();
   return registry;

@@ -58,6 +58,7 @@ void registerReductionOps(OpRegistry &r);
 void registerNNOps(OpRegistry &r);
 void registerCommOps(OpRegistry &r);
 void registerEinsumOp(OpRegistry &r);
+void registerConvOp(OpRegistry &r);
 
 /// Runs inference for `n` given its inputs' types and known values; writes the
 /// result types into its outputs. Unknown op, arity or shape errors name the node.
