@@ -241,11 +241,26 @@ class ViT(nn.Module):
         return self.head(self.norm(self.enc(x))[:, 0])
 
 
+class Seq2Seq(nn.Module):
+    """Encoder-decoder (nn.Transformer): self-attention, causal decoder, cross-attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, D)
+        self.t = nn.Transformer(D, HEADS, LAYERS, LAYERS, 2 * D, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(D, VOCAB)
+
+    def forward(self, src, tgt):
+        t = tgt.shape[1]
+        mask = torch.triu(torch.full((t, t), float("-inf")), 1)
+        return self.head(self.t(self.emb(src), self.emb(tgt), tgt_mask=mask))
+
+
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
-                       "vit": 6}[kind])
+                       "vit": 6, "seq2seq": 7}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
-             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT}[kind]()
+             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():
@@ -258,6 +273,9 @@ def make(kind):
 def inputs_for(kind, batch, gen):
     if kind == "vit":
         return {"pixels": torch.randn(batch, 3, 16, 16, generator=gen)}
+    if kind == "seq2seq":
+        return {"src": torch.randint(0, VOCAB, (batch, SEQ), generator=gen),
+                "tgt": torch.randint(0, VOCAB, (batch, SEQ // 2), generator=gen)}
     ids = torch.randint(0, VOCAB, (batch, SEQ), generator=gen)
     if kind == "bert":
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
@@ -279,7 +297,7 @@ def export(kind, opset, dynamic, manifest):
     with torch.no_grad():
         # nn.MultiheadAttention takes its fused fast path (no ONNX export) when
         # gradients are off: export the ViT with them on.
-        with torch.enable_grad() if kind == "vit" else contextlib.nullcontext():
+        with torch.enable_grad() if kind in ("vit", "seq2seq") else contextlib.nullcontext():
             torch.onnx.export(model, tuple(ins.values()), path, input_names=names, output_names=["out"],
                               opset_version=opset, dynamic_axes=dyn, do_constant_folding=True)
         entry = {"name": name, "model": name + ".onnx", "runs": []}
@@ -301,7 +319,7 @@ def export(kind, opset, dynamic, manifest):
 def main():
     os.makedirs(OUT, exist_ok=True)
     manifest = []
-    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder", "llama", "vit"]:
+    for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder", "llama", "vit", "seq2seq"]:
         for opset in [14, 17]:
             for dynamic in [False, True]:
                 export(kind, opset, dynamic, manifest)

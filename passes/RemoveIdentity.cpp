@@ -2,7 +2,7 @@
 //
 // Forwards the input of nodes that compute the identity: Identity,
 // inference-mode Dropout, Cast to the same type, Reshape/Expand to the same
-// shape.
+// shape, and multiplying by one or adding zero.
 //
 //   %y = Dropout(%x) : f32[2,8]   ; uses of %y now use %x
 //===----------------------------------------------------------------------===//
@@ -25,8 +25,20 @@ bool isInferenceDropout(const Node &n) {
   return n.numOutputs() < 2 || !n.output(1)->hasUsers();
 }
 
+/// x*1, 1*x, x/1, x+0, 0+x, x-0 (when the constant does not broadcast x up).
+bool isNeutralArithmetic(const Node &n) {
+  if (n.numInputs() != 2 || !n.input(0) || !n.input(1))
+    return false;
+  bool mul = n.is("Mul"), add = n.is("Add");
+  if ((mul || add) && n.input(1)->type() == n.output()->type() && isScalar(n.input(0), mul ? 1.0 : 0.0, 0.0))
+    return true; // 1*x, 0+x: the pass forwards operand 1
+  double neutral = (mul || n.is("Div")) ? 1.0 : 0.0;
+  return (mul || add || n.is("Div") || n.is("Sub")) && n.input(0)->type() == n.output()->type() &&
+         isScalar(n.input(1), neutral, 0.0);
+}
+
 bool isIdentity(const Node &n) {
-  if (n.is("Identity") || isInferenceDropout(n))
+  if (n.is("Identity") || isInferenceDropout(n) || isNeutralArithmetic(n))
     return true;
   bool sameType = n.numInputs() >= 1 && n.input(0) && n.numOutputs() == 1 &&
                   n.input(0)->type() == n.output()->type();
@@ -41,6 +53,8 @@ public:
       if (!isIdentity(*n))
         continue;
       Value *in = n->input(0), *out = n->output(0);
+      if (n->numInputs() == 2 && scalarConstant(n->input(0)) && !scalarConstant(n->input(1)))
+        in = n->input(1); // 1*x, 0+x
       // A graph input feeding a graph output directly would rename one of them.
       if (g.isGraphOutput(out) && (g.isGraphInput(in) || g.isGraphOutput(in)))
         continue;

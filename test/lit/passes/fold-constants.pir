@@ -62,3 +62,21 @@ graph @out_name(%x: f32[5,7]) opset 17 {
   %size = Size(%x) : i64[]
   return %size
 }
+
+// -----
+// Slices and transposes of weights become views: no bytes are read.
+// CHECK-LABEL: graph @weight_views(%x: f32[2,4]) opset 17 {
+// CHECK-NEXT: %"w[2:6,0:4]" = Weight() {name = "w[2:6,0:4]"} : f32[4,4]
+// CHECK-NEXT: %a = MatMul(%x, %"w[2:6,0:4]") : f32[2,4]
+// CHECK-NEXT: %"w.T[1,0]" = Weight() {name = "w.T[1,0]"} : f32[4,6]
+// CHECK-NEXT: %b = MatMul(%x, %"w.T[1,0]") : f32[2,6]
+graph @weight_views(%x: f32[2,4]) opset 17 {
+  %w = Weight() {name = "w"} : f32[6,4]
+  %s = Constant() {value = dense<i64[1]>[2]} : i64[1]
+  %e = Constant() {value = dense<i64[1]>[6]} : i64[1]
+  %ws = Slice(%w, %s, %e) : f32[4,4]
+  %wt = Transpose(%w) {perm = [1, 0]} : f32[4,6]
+  %a = MatMul(%x, %ws) : f32[2,4]
+  %b = MatMul(%x, %wt) : f32[2,6]
+  return %a, %b
+}

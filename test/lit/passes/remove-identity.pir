@@ -40,3 +40,23 @@ graph @out(%x: f32[4]) opset 17 {
   %logits = Identity(%n) : f32[4]
   return %logits
 }
+
+// -----
+// Multiplying by one and adding zero are identities; a broadcasting one is not.
+// CHECK-LABEL: graph @neutral(%x: f32[2,4]) opset 17 {
+// CHECK-NEXT: %ones = Constant() {value = dense<f32[3,2,4]>
+// CHECK-NEXT: %b = Mul(%x, %ones) : f32[3,2,4]
+// CHECK-NEXT: %c = Neg(%x) : f32[2,4]
+// (the unused constants are left to dce)
+// CHECK-NEXT: return %b, %c
+graph @neutral(%x: f32[2,4]) opset 17 {
+  %one = Constant() {value = dense<f32[]>[1.0]} : f32[]
+  %zero = Constant() {value = dense<f32[]>[0.0]} : f32[]
+  %ones = Constant() {value = dense<f32[3,2,4]>[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]} : f32[3,2,4]
+  %a = Mul(%one, %x) : f32[2,4]
+  %a2 = Add(%a, %zero) : f32[2,4]
+  %b = Mul(%x, %ones) : f32[3,2,4]
+  %a3 = Div(%a2, %one) : f32[2,4]
+  %c = Neg(%a3) : f32[2,4]
+  return %b, %c
+}
