@@ -24,21 +24,30 @@ using namespace partita;
 
 namespace {
 
-double medianMicros(const std::function<void()> &fn, int iters) {
-  for (int i = 0; i < 3; ++i)
-    fn();
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    auto s = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - s).count());
-  }
-  // Every rank reports the slowest rank's time, as nccl-tests does.
-  std::sort(t.begin(), t.end());
-  double med = t[t.size() / 2], worst = 0;
-  MPI_Allreduce(&med, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+double timeOnce(const std::function<void()> &fn) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto s = std::chrono::steady_clock::now();
+  fn();
+  double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - s).count(), worst = 0;
+  // The slowest rank's time, as nccl-tests reports.
+  MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return worst;
+}
+
+/// Medians of the two paths, timed alternately so both see the same noise.
+std::pair<double, double> medianMicros(const std::function<void()> &a, const std::function<void()> &b, int iters) {
+  for (int i = 0; i < 3; ++i) {
+    a();
+    b();
+  }
+  std::vector<double> ta, tb;
+  for (int i = 0; i < iters; ++i) {
+    ta.push_back(timeOnce(a));
+    tb.push_back(timeOnce(b));
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
 }
 
 bool check(const char *op, const std::vector<float> &got, const std::vector<float> &want) {
@@ -106,8 +115,7 @@ int main(int argc, char **argv) {
         raw = [&] { MPI_Reduce_scatter_block(in.data(), out.data(), int(block), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
         ours = [&] { llvm::consumeError(comm->reduceScatter(in.data(), out.data(), block, DType::F32)); };
       }
-      // Interleave to share the machine's noise fairly.
-      double tRaw = medianMicros(raw, iters), tOurs = medianMicros(ours, iters);
+      auto [tRaw, tOurs] = medianMicros(raw, ours, iters);
       double factor = ar ? 2.0 * (n - 1) / n : double(n - 1) / n;
       double algRaw = bytes / tRaw / 1e3, algOurs = bytes / tOurs / 1e3; // GB/s
       if (rank == 0)
