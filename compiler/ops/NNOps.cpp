@@ -1,6 +1,7 @@
 //===- NNOps.cpp - MatMul, Gemm, Linear, Softmax, LayerNormalization, Trilu -===//
 #include "compiler/ops/Broadcast.h"
 #include "compiler/ops/OpRegistry.h"
+#include <cmath>
 
 namespace partita {
 
@@ -109,15 +110,115 @@ Result evalTrilu(const Node &n, llvm::ArrayRef<Tensor> in) {
   return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), s, v)};
 }
 
+// ---- reference evaluators (double precision; folding and gradient checks) ----
+
+/// numpy.matmul on doubles; `transB` reads b as its transpose (2-D b only).
+Tensor matmulRef(const Tensor &a, const Tensor &b, DType outType, bool transB = false) {
+  Shape as = a.shape(), bs = b.shape();
+  if (transB)
+    std::swap(bs[0], bs[1]);
+  bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (aVec)
+    as.insert(as.begin(), 1);
+  if (bVec)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  Shape batch = *broadcastShapes({Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2)});
+  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  BroadcastIndexer ia(aBatch, batch), ib(bBatch, batch);
+  std::vector<double> av = a.toDoubles(), bv = b.toDoubles();
+  int64_t nb = numElements(batch);
+  std::vector<double> out(static_cast<size_t>(nb * m * n), 0.0);
+  for (int64_t t = 0; t < nb; ++t) {
+    const double *pa = av.data() + ia(t) * m * k;
+    const double *pb = bv.data() + ib(t) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q)
+          acc += pa[i * k + q] * (transB ? pb[j * k + q] : pb[q * n + j]);
+        out[(t * m + i) * n + j] = acc;
+      }
+  }
+  Shape outShape = batch;
+  if (!aVec)
+    outShape.push_back(m);
+  if (!bVec)
+    outShape.push_back(n);
+  return Tensor::fromDoubles(outType, outShape, out);
+}
+
+using Result = llvm::Expected<std::vector<Tensor>>;
+
+Result evalMatMul(const Node &, llvm::ArrayRef<Tensor> in) {
+  return std::vector<Tensor>{matmulRef(in[0], in[1], in[0].dtype())};
+}
+
+Result evalLinear(const Node &, llvm::ArrayRef<Tensor> in) {
+  Tensor y = matmulRef(in[0], in[1], DType::F64);
+  std::vector<double> v = y.toDoubles(), b = in[2].toDoubles();
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] += b[i % b.size()];
+  return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), y.shape(), v)};
+}
+
+Result evalSoftmax(const Node &n, llvm::ArrayRef<Tensor> in) {
+  const Shape &s = in[0].shape();
+  int64_t axis = normalizeAxis(n.intAttr("axis", -1), static_cast<int64_t>(s.size()));
+  int64_t len = s[axis], inner = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis + 1));
+  int64_t outer = in[0].numel() / std::max<int64_t>(1, len * inner);
+  std::vector<double> x = in[0].toDoubles(), y(x.size());
+  bool log = n.is("LogSoftmax");
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return (o * len + k) * inner + i; };
+      double mx = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < len; ++k)
+        mx = std::max(mx, x[at(k)]);
+      for (int64_t k = 0; k < len; ++k)
+        sum += std::exp(x[at(k)] - mx);
+      for (int64_t k = 0; k < len; ++k)
+        y[at(k)] = log ? x[at(k)] - mx - std::log(sum) : std::exp(x[at(k)] - mx) / sum;
+    }
+  return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), s, y)};
+}
+
+Result evalLayerNorm(const Node &n, llvm::ArrayRef<Tensor> in) {
+  const Shape &s = in[0].shape();
+  int64_t axis = normalizeAxis(n.intAttr("axis", -1), static_cast<int64_t>(s.size()));
+  int64_t len = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis)), rows = in[0].numel() / len;
+  double eps = n.floatAttr("epsilon", 1e-5);
+  std::vector<double> x = in[0].toDoubles(), g = in[1].toDoubles(), y(x.size()), mean(rows), rstd(rows);
+  std::vector<double> b = in.size() > 2 ? in[2].toDoubles() : std::vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < len; ++i)
+      m += x[r * len + i];
+    m /= len;
+    for (int64_t i = 0; i < len; ++i)
+      v += (x[r * len + i] - m) * (x[r * len + i] - m);
+    double rs = 1.0 / std::sqrt(v / len + eps);
+    for (int64_t i = 0; i < len; ++i)
+      y[r * len + i] = (x[r * len + i] - m) * rs * g[i % g.size()] + (b.empty() ? 0.0 : b[i % b.size()]);
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+  Shape stats = s;
+  for (size_t d = axis; d < stats.size(); ++d)
+    stats[d] = 1;
+  return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), s, y), Tensor::fromDoubles(DType::F32, stats, mean),
+                             Tensor::fromDoubles(DType::F32, stats, rstd)};
+}
+
 } // namespace
 
 void registerNNOps(OpRegistry &r) {
-  r.add("MatMul", OpInfo{inferMatMul, {}, 2, 2});
+  r.add("MatMul", OpInfo{inferMatMul, evalMatMul, 2, 2});
   r.add("Gemm", OpInfo{inferGemm, {}, 2, 3});
-  r.add("partita.Linear", OpInfo{inferLinear, {}, 2, 3});
-  r.add("Softmax", OpInfo{inferAxisOp, {}, 1, 1});
-  r.add("LogSoftmax", OpInfo{inferAxisOp, {}, 1, 1});
-  r.add("LayerNormalization", OpInfo{inferLayerNorm, {}, 2, 3});
+  r.add("partita.Linear", OpInfo{inferLinear, evalLinear, 3, 3});
+  r.add("Softmax", OpInfo{inferAxisOp, evalSoftmax, 1, 1});
+  r.add("LogSoftmax", OpInfo{inferAxisOp, evalSoftmax, 1, 1});
+  r.add("LayerNormalization", OpInfo{inferLayerNorm, evalLayerNorm, 2, 3});
   r.add("Trilu", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                           if (c.type(0).rank() < 2)
                             return c.error("input must have rank >= 2");
