@@ -16,5 +16,6 @@ PassInfo annotateMegatronPass();
 PassInfo propagateShardingPass();
 PassInfo insertCollectivesPass();
 PassInfo localizePass();
+PassInfo autodiffPass();
 
 } // namespace partita

@@ -381,6 +381,29 @@ llvm::Error inferSplit(const InferContext &c, std::vector<TensorType> &o) {
   return llvm::Error::success();
 }
 
+Result evalSplit(const Node &n, llvm::ArrayRef<Tensor> in) {
+  const Shape &s = in[0].shape();
+  int64_t axis = normalizeAxis(n.intAttr("axis", 0), static_cast<int64_t>(s.size()));
+  std::vector<int64_t> sizes = in.size() > 1 ? in[1].toInts() : n.intsAttr("split");
+  if (sizes.empty())
+    sizes.assign(n.numOutputs(), s[axis] / static_cast<int64_t>(n.numOutputs()));
+  int64_t inner = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis + 1));
+  int64_t outer = numElements(llvm::ArrayRef<int64_t>(s).take_front(axis));
+  std::vector<Tensor> outs;
+  int64_t offset = 0;
+  for (int64_t len : sizes) {
+    Shape os = s;
+    os[axis] = len;
+    outs.push_back(remap(in[0], os, [&](int64_t i) {
+      int64_t r = i % inner, rest = i / inner, k = rest % len, o = rest / len;
+      (void)outer;
+      return (o * s[axis] + offset + k) * inner + r;
+    }));
+    offset += len;
+  }
+  return outs;
+}
+
 // ---- Expand / ConstantOfShape / Range / Shape ---------------------------------
 llvm::Error inferExpand(const InferContext &c, std::vector<TensorType> &o) {
   llvm::Error err = llvm::Error::success();
@@ -522,7 +545,7 @@ void registerShapeOps(OpRegistry &r) {
   r.add("Unsqueeze", squeezeOp(true));
   r.add("Squeeze", squeezeOp(false));
   r.add("Concat", OpInfo{inferConcat, evalConcat, 1, -1});
-  r.add("Split", OpInfo{inferSplit, {}, 1, 2});
+  r.add("Split", OpInfo{inferSplit, evalSplit, 1, 2});
   r.add("Slice", OpInfo{inferSlice, evalSlice, 3, 5});
   r.add("Gather", OpInfo{inferGather, evalGather, 2, 2});
   r.add("Expand", OpInfo{inferExpand, evalExpand, 2, 2});

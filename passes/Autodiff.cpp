@@ -1,0 +1,123 @@
+//===- Autodiff.cpp - autodiff pass ---------------------------------------===//
+//
+// Reverse-mode differentiation on the global, unpartitioned graph. Graph
+// output 0 must be a one-element float loss; the pass appends the backward
+// nodes and, for every float weight (or, with wrt=inputs, every float graph
+// input) the loss depends on, a graph output "grad.<name>". Each op's rule
+// lives with its family in passes/autodiff/; an op on the path to the loss
+// without a rule is an error naming it. Sharding then partitions the backward
+// graph like the forward one.
+//
+//   %loss = ReduceSum(%y) ...          →  ... return %loss, %"grad.w"
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/autodiff/GradBuilder.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace partita {
+
+namespace {
+
+class Autodiff : public Pass {
+public:
+  llvm::StringRef name() const override { return "autodiff"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "wrt" && (value == "weights" || value == "inputs")) {
+      wrtInputs_ = value == "inputs";
+      return llvm::Error::success();
+    }
+    if (key == "wrt")
+      return passError(name(), "option wrt expects 'weights' or 'inputs', got '" + value + "'");
+    return Pass::setOption(key, value);
+  }
+
+  llvm::Error run(Graph &g) override {
+    if (g.outputs().empty())
+      return passError(name(), "the graph has no outputs");
+    Value *loss = g.outputs()[0];
+    if (loss->type().numel() != 1 || !isFloat(loss->type().dtype))
+      return passError(name(), "output %" + loss->name() + " is " + loss->type().str() +
+                                   "; the loss must be a single float value");
+    // Values the loss depends on.
+    llvm::DenseSet<const Value *> needed = {loss};
+    std::vector<Node *> nodes = g.nodes();
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      bool feeds = false;
+      for (Value *out : (*it)->outputs())
+        feeds |= needed.count(out) > 0;
+      if (feeds)
+        for (Value *in : (*it)->inputs())
+          if (in && isFloat(in->type().dtype))
+            needed.insert(in);
+    }
+    GradBuilder b(g, "grad.t");
+    llvm::DenseMap<const Value *, Value *> grads;
+    auto accumulate = [&](const Value *v, Value *d) {
+      Value *&slot = grads[v];
+      slot = slot ? b.op("Add", {slot, d}) : d;
+    };
+    grads[loss] = g.createConstant(Tensor::fromDoubles(loss->type().dtype, loss->type().shape, {1.0}), "grad.seed");
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      Node *n = *it;
+      std::vector<Value *> dOut;
+      bool any = false;
+      for (Value *out : n->outputs()) {
+        dOut.push_back(grads.lookup(out));
+        any |= dOut.back() != nullptr;
+      }
+      if (!any || n->is("Weight") || n->is("Constant"))
+        continue;
+      bool wantsInput = false;
+      for (Value *in : n->inputs())
+        wantsInput |= in && needed.count(in) && isFloat(in->type().dtype);
+      if (!wantsInput)
+        continue;
+      const GradFn *rule = findGradRule(*n);
+      if (!rule)
+        return passError(name(), "node " + n->describe() + " has no gradient rule");
+      std::vector<Value *> dIn(n->numInputs(), nullptr);
+      if (auto err = (*rule)(b, *n, dOut, dIn))
+        return err;
+      if (auto err = b.takeError())
+        return passError(name(), "node " + n->describe() + ": " + llvm::toString(std::move(err)));
+      for (size_t i = 0; i < n->numInputs(); ++i)
+        if (dIn[i] && n->input(i) && isFloat(n->input(i)->type().dtype))
+          accumulate(n->input(i), dIn[i]);
+    }
+    auto emit = [&](Value *v, const std::string &label) {
+      Value *d = grads.lookup(v);
+      if (!d)
+        return;
+      Node *id = g.createNode("Identity", {d}, {"grad." + label});
+      id->output()->type() = d->type();
+      g.outputs().push_back(id->output());
+    };
+    if (wrtInputs_) {
+      for (Value *in : g.inputs())
+        if (isFloat(in->type().dtype))
+          emit(in, in->name());
+    } else {
+      for (Node *n : nodes)
+        if (n->is("Weight") && isFloat(n->output()->type().dtype))
+          emit(n->output(), n->stringAttr("name", ""));
+    }
+    return b.takeError();
+  }
+
+private:
+  bool wrtInputs_ = false;
+};
+
+} // namespace
+
+PassInfo autodiffPass() {
+  return {"autodiff", "Append the backward graph of the loss (graph output 0)",
+          "Reverse-mode differentiation with one rule per op; adds grad.<name> outputs for every "
+          "float weight (or input, wrt=inputs) the loss depends on.",
+          "wrt=weights|inputs (weights): what to differentiate with respect to",
+          [] { return std::make_unique<Autodiff>(); }};
+}
+
+} // namespace partita
