@@ -40,17 +40,23 @@ public:
     if (loss->type().numel() != 1 || !isFloat(loss->type().dtype))
       return passError(name(), "output %" + loss->name() + " is " + loss->type().str() +
                                    "; the loss must be a single float value");
-    // Values the loss depends on.
-    llvm::DenseSet<const Value *> needed = {loss};
+    // Values that vary with what we differentiate by (float weights or
+    // inputs, forward through every node); only those carry gradients.
     std::vector<Node *> nodes = g.nodes();
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      bool feeds = false;
-      for (Value *out : (*it)->outputs())
-        feeds |= needed.count(out) > 0;
-      if (feeds)
-        for (Value *in : (*it)->inputs())
-          if (in && isFloat(in->type().dtype))
-            needed.insert(in);
+    llvm::DenseSet<const Value *> needed;
+    if (wrtInputs_) {
+      for (Value *in : g.inputs())
+        if (isFloat(in->type().dtype))
+          needed.insert(in);
+    }
+    for (Node *n : nodes) {
+      bool varies = !wrtInputs_ && n->is("Weight") && isFloat(n->output()->type().dtype);
+      for (Value *in : n->inputs())
+        varies |= in && needed.count(in);
+      if (varies)
+        for (Value *out : n->outputs())
+          if (isFloat(out->type().dtype))
+            needed.insert(out);
     }
     GradBuilder b(g, "grad.t");
     llvm::DenseMap<const Value *, Value *> grads;

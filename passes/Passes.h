@@ -17,5 +17,6 @@ PassInfo propagateShardingPass();
 PassInfo insertCollectivesPass();
 PassInfo localizePass();
 PassInfo autodiffPass();
+PassInfo addLossPass();
 
 } // namespace partita

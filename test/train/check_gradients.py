@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Loss and gradients of a fixture model against PyTorch autograd.
+
+Partita: canonicalize, add-loss (next-token cross-entropy, ignore_index -100),
+autodiff, export, then `partita run` on the training graph. PyTorch: the same
+seeded model (models/export_models.py), F.cross_entropy and .backward(). ONNX
+initializers are matched to torch parameters by value (torch exports some
+weights transposed, under generated names).
+
+Usage: check_gradients.py PARTITA_OPT PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+opt, partita, kind, name, work = sys.argv[1:6]
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+sys.path.insert(0, os.path.join(root, "models"))
+import export_models as em  # noqa: E402
+
+fixtures = os.path.join(root, "models", "fixtures")
+os.makedirs(work, exist_ok=True)
+ids = np.load(os.path.join(fixtures, f"{name}.b2.in.ids.npy"))
+labels = np.concatenate([ids[:, 1:], np.full((ids.shape[0], 1), -100)], axis=1).astype(np.int64)
+labels[0, 3] = -100  # an ignored position inside the sequence
+np.save(os.path.join(work, "labels.npy"), labels)
+
+model = em.make(kind)
+model.train(False)
+logits = model(torch.from_numpy(ids))
+loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(labels).reshape(-1), ignore_index=-100)
+loss.backward()
+params = {n: (p.detach().numpy(), p.grad.numpy()) for n, p in model.named_parameters() if p.grad is not None}
+
+train = os.path.join(work, "train.onnx")
+subprocess.run([opt, os.path.join(fixtures, name + ".onnx"), "--passes=canonicalize,add-loss,autodiff",
+                f"--emit-onnx={train}"], check=True, stdout=subprocess.DEVNULL)
+out = os.path.join(work, "out")
+subprocess.run([partita, "run", train, f"--input=ids={os.path.join(fixtures, name + '.b2.in.ids.npy')}",
+                f"--input=labels={os.path.join(work, 'labels.npy')}", f"--output-dir={out}"], check=True)
+
+failures = 0
+ours = float(np.load(os.path.join(out, "loss.npy")))
+err = abs(ours - loss.item()) / abs(loss.item())
+print(f"loss: partita {ours:.7f} torch {loss.item():.7f} relative error {err:.1e}")
+failures += err > 1e-5
+
+checked = 0
+for init in onnx.load(os.path.join(fixtures, name + ".onnx")).graph.initializer:
+    value = numpy_helper.to_array(init)
+    if value.dtype != np.float32 or value.size < 2:
+        continue
+    match = None
+    for pname, (p, g) in params.items():
+        if p.shape == value.shape and np.array_equal(p, value):
+            match = (pname, g)
+        elif p.ndim == 2 and p.T.shape == value.shape and np.array_equal(p.T, value):
+            match = (pname + ".T", g.T)
+    path = os.path.join(out, f"grad.{init.name}.npy")
+    if match is None or not os.path.exists(path):
+        continue
+    got, want = np.load(path), match[1]
+    # The key bias has an exactly zero gradient (softmax ignores a per-query
+    # constant); both sides then hold rounding noise, so errors are relative
+    # to the gradient's scale with a floor of 1e-5.
+    rel = np.abs(got - want).max() / max(np.abs(want).max(), 1e-5)
+    checked += 1
+    if rel > 1e-4:
+        failures += 1
+        print(f"FAIL grad {init.name} ({match[0]}): relative error {rel:.1e}")
+print(f"gradients checked against torch: {checked}, failures: {failures}")
+assert checked >= 10, "too few parameters matched"
+print(f"check_gradients: {checked + 1 - failures} passed, {failures} failed")
+sys.exit(1 if failures else 0)
