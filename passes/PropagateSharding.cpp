@@ -38,6 +38,10 @@ public:
       sequenceParallel_ = value == "1" || value == "true";
       return llvm::Error::success();
     }
+    if (key == "sharded-outputs") {
+      shardedOutputs_ = value == "1" || value == "true";
+      return llvm::Error::success();
+    }
     return Pass::setOption(key, value);
   }
 
@@ -66,8 +70,17 @@ public:
         continue;
       }
       std::vector<Layout> actual;
-      for (Value *in : n->inputs())
+      for (size_t i = 0; i < n->numInputs(); ++i) {
+        Value *in = n->input(i);
+        // A partial sum read by several nodes is reduced once, where it is
+        // made, rather than carried through each reader into several
+        // reductions (Megatron's single backward all-reduce).
+        if (in && layoutOf(in, ax).partial && in->users().size() > 1) {
+          n->setInput(i, reshard(in, Layout::replicated()));
+          in = n->input(i);
+        }
         actual.push_back(layoutOf(in, ax));
+      }
       RuleResult r = forwardLayouts(*n, actual, parts);
       if (sequenceParallel_)
         preferTokenSplit(*n, actual, parts, r);
@@ -77,15 +90,22 @@ public:
       for (size_t i = 0; i < n->numOutputs(); ++i)
         setLayout(n->output(i), ax, i < r.results.size() ? r.results[i] : Layout::replicated());
     }
+    // Outputs are made replicated; with sharded-outputs=1 (training: each rank
+    // keeps the gradient shard of the weight shard it updates) a split output
+    // stays split and only partial sums are reduced.
     std::vector<Value *> outs = g.outputs();
-    for (Value *out : outs)
-      if (!layoutOf(out, ax).isReplicated())
-        g.replaceGraphOutput(out, reshard(out, Layout::replicated()));
+    for (Value *out : outs) {
+      Layout l = layoutOf(out, ax);
+      if (l.isReplicated() || (shardedOutputs_ && !l.partial))
+        continue;
+      g.replaceGraphOutput(out, reshard(out, Layout::replicated()));
+    }
     return llvm::Error::success();
   }
 
 private:
   bool sequenceParallel_ = false;
+  bool shardedOutputs_ = false;
 
   /// A token dimension of an activation [.., tokens, features]: the one before
   /// the features if it divides, else the first that does.
@@ -136,7 +156,8 @@ PassInfo propagateShardingPass() {
   return {"propagate-sharding", "Derive every value's sharding from the seeded weights",
           "Applies each op's forward sharding rule in program order and records needed layout "
           "changes as partita.Reshard nodes. Expects a mesh (annotate-megatron).",
-          "sequence-parallel=bool (0): split LayerNorm/residual regions along the tokens",
+          "sequence-parallel=bool (0): split LayerNorm/residual regions along the tokens; "
+          "sharded-outputs=bool (0): keep split graph outputs split (gradients of sharded weights)",
           [] { return std::make_unique<PropagateSharding>(); }};
 }
 
