@@ -36,6 +36,11 @@ static cl::opt<bool> sequenceParallel("sequence-parallel", cl::desc("Megatron se
 static cl::opt<bool> allowReplicated("allow-replicated",
                                      cl::desc("Replicate blocks that cannot be sharded instead of failing"),
                                      cl::init(false), cl::sub(compileCmd));
+static cl::opt<bool> emitGradients("emit-gradients",
+                                   cl::desc("Append next-token cross-entropy (input 'labels') and its backward "
+                                            "graph; the programs return the loss and every weight gradient "
+                                            "(no optimizer: that is --train)"),
+                                   cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -91,6 +96,8 @@ static llvm::Error compile(llvm::StringRef dir) {
   PassManager pm;
   pm.verifyEach = true;
   std::string pipeline = "canonicalize";
+  if (emitGradients)
+    pipeline += ",add-loss,autodiff";
   if (tp > 1)
     pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") +
                 "},dce,propagate-sharding" + (sequenceParallel ? "{sequence-parallel=1}" : "") +

@@ -7,7 +7,9 @@ seeded model (models/export_models.py), F.cross_entropy and .backward(). ONNX
 initializers are matched to torch parameters by value (torch exports some
 weights transposed, under generated names).
 
-Usage: check_gradients.py PARTITA_OPT PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR
+Usage: check_gradients.py PARTITA_OPT PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR [TP]
+With TP, the training graph is compiled for TP tensor-parallel ranks
+(`partita compile --emit-gradients --tp TP`) and run under mpirun instead.
 """
 import os
 import subprocess
@@ -20,6 +22,7 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 opt, partita, kind, name, work = sys.argv[1:6]
+tp = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 sys.path.insert(0, os.path.join(root, "models"))
@@ -39,12 +42,19 @@ loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(la
 loss.backward()
 params = {n: (p.detach().numpy(), p.grad.numpy()) for n, p in model.named_parameters() if p.grad is not None}
 
-train = os.path.join(work, "train.onnx")
-subprocess.run([opt, os.path.join(fixtures, name + ".onnx"), "--passes=canonicalize,add-loss,autodiff",
-                f"--emit-onnx={train}"], check=True, stdout=subprocess.DEVNULL)
 out = os.path.join(work, "out")
-subprocess.run([partita, "run", train, f"--input=ids={os.path.join(fixtures, name + '.b2.in.ids.npy')}",
-                f"--input=labels={os.path.join(work, 'labels.npy')}", f"--output-dir={out}"], check=True)
+feeds = [f"--input=ids={os.path.join(fixtures, name + '.b2.in.ids.npy')}",
+         f"--input=labels={os.path.join(work, 'labels.npy')}", f"--output-dir={out}"]
+if tp:
+    compiled = os.path.join(work, f"tp{tp}")
+    subprocess.run([partita, "compile", os.path.join(fixtures, name + ".onnx"), "--emit-gradients", "--tp", str(tp),
+                    "-o", compiled], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([partita, "launch", "-n", str(tp), compiled, "--threads", "1", *feeds], check=True)
+else:
+    train = os.path.join(work, "train.onnx")
+    subprocess.run([opt, os.path.join(fixtures, name + ".onnx"), "--passes=canonicalize,add-loss,autodiff",
+                    f"--emit-onnx={train}"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([partita, "run", train, *feeds], check=True)
 
 failures = 0
 ours = float(np.load(os.path.join(out, "loss.npy")))
