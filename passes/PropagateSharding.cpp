@@ -90,15 +90,19 @@ public:
       for (size_t i = 0; i < n->numOutputs(); ++i)
         setLayout(n->output(i), ax, i < r.results.size() ? r.results[i] : Layout::replicated());
     }
-    // Outputs are made replicated; with sharded-outputs=1 (training: each rank
-    // keeps the gradient shard of the weight shard it updates) a split output
-    // stays split and only partial sums are reduced.
+    // Outputs are made replicated, except, with sharded-outputs=1 (training),
+    // weight gradients.
+    // A gradient output (grad.<weight>) takes its weight's layout, so each
+    // rank gets the gradient of exactly the shard it updates.
     std::vector<Value *> outs = g.outputs();
     for (Value *out : outs) {
-      Layout l = layoutOf(out, ax);
-      if (l.isReplicated() || (shardedOutputs_ && !l.partial))
-        continue;
-      g.replaceGraphOutput(out, reshard(out, Layout::replicated()));
+      Layout l = layoutOf(out, ax), want = Layout::replicated();
+      llvm::StringRef name(out->name());
+      if (shardedOutputs_ && name.consume_front("grad."))
+        if (const Value *w = g.findValue(name); w && w->definingNode() && w->definingNode()->is("Weight"))
+          want = layoutOf(w, ax);
+      if (l != want)
+        g.replaceGraphOutput(out, reshard(out, want));
     }
     return llvm::Error::success();
   }

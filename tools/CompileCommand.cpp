@@ -9,6 +9,7 @@
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/OnnxExport.h"
 #include "compiler/pass/PassManager.h"
+#include "passes/AdamWStep.h"
 #include "tools/Commands.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
@@ -41,6 +42,8 @@ static cl::opt<bool> emitGradients("emit-gradients",
                                             "graph; the programs return the loss and every weight gradient "
                                             "(no optimizer: that is --train)"),
                                    cl::init(false), cl::sub(compileCmd));
+static cl::opt<double> weightDecay("weight-decay", cl::desc("AdamW decoupled weight decay (--train)"),
+                                   cl::init(0.01), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -52,8 +55,8 @@ static llvm::Error fail(const llvm::Twine &msg) {
 
 static llvm::Error notYet(const char *flag, int value) {
   return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
-              ": not implemented yet (this build compiles tensor parallelism only; pipelining, data "
-              "parallelism, ZeRO and training come later)");
+              ": not implemented yet (this build compiles tensor parallelism and single-group "
+              "training; pipelining, data parallelism and ZeRO come later)");
 }
 
 static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
@@ -72,6 +75,36 @@ static std::vector<TensorSpec> specsOf(const std::vector<Value *> &values) {
   return out;
 }
 
+/// The AdamW step program over this rank's parameter shards (rank<k>/step.onnx);
+/// records the parameter order in the plan.
+static llvm::Error emitStep(const Graph &local, llvm::StringRef rankDir, const RankPlan &r, Plan &plan) {
+  std::vector<std::string> names;
+  std::vector<TensorType> types;
+  for (const Value *out : local.outputs()) {
+    llvm::StringRef n(out->name());
+    if (!n.consume_front("grad."))
+      continue;
+    const Value *w = local.findValue(n);
+    if (!w || !w->definingNode() || !w->definingNode()->is("Weight"))
+      return fail("gradient output %" + out->name() + " has no weight named " + n);
+    names.push_back(n.str());
+    types.push_back(w->type());
+  }
+  if (r.rank == 0)
+    plan.params = names;
+  else if (plan.params != names)
+    return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
+  AdamWOptions opts;
+  opts.weightDecay = weightDecay;
+  std::unique_ptr<Graph> step = buildAdamWStep(types, opts, local.opset);
+  llvm::SmallString<256> path(rankDir);
+  llvm::sys::path::append(path, "step.onnx");
+  for (RankPlan &rp : plan.ranks)
+    if (rp.rank == r.rank)
+      rp.step = "rank" + std::to_string(r.rank) + "/step.onnx";
+  return exportOnnx(*step, path);
+}
+
 static llvm::Error compile(llvm::StringRef dir) {
   if (tp < 1 || pp < 1 || dp < 1)
     return fail("--tp, --pp and --dp must be >= 1");
@@ -81,8 +114,6 @@ static llvm::Error compile(llvm::StringRef dir) {
     return notYet("--dp", dp);
   if (zero != 0)
     return notYet("--zero", zero);
-  if (train)
-    return notYet("--train", 1);
   if (sequenceParallel && tp == 1)
     return fail("--sequence-parallel needs --tp > 1");
   ImportOptions opts;
@@ -96,12 +127,15 @@ static llvm::Error compile(llvm::StringRef dir) {
   PassManager pm;
   pm.verifyEach = true;
   std::string pipeline = "canonicalize";
-  if (emitGradients)
+  if (emitGradients || train)
     pipeline += ",add-loss,autodiff";
+  std::string propagate = "propagate-sharding";
+  if (sequenceParallel || train)
+    propagate += std::string("{") + (sequenceParallel ? "sequence-parallel=1" : "") +
+                 (sequenceParallel && train ? "," : "") + (train ? "sharded-outputs=1" : "") + "}";
   if (tp > 1)
     pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") +
-                "},dce,propagate-sharding" + (sequenceParallel ? "{sequence-parallel=1}" : "") +
-                ",insert-collectives";
+                "},dce," + propagate + ",insert-collectives";
   if (auto err = pm.addPipeline(pipeline))
     return err;
   if (auto err = pm.run(g))
@@ -139,6 +173,9 @@ static llvm::Error compile(llvm::StringRef dir) {
       return err;
     if (auto err = exportOnnx(*local, onnxPath))
       return err;
+    if (train)
+      if (auto err = emitStep(*local, rankDir, r, plan))
+        return err;
   }
   llvm::SmallString<256> planPath(dir);
   llvm::sys::path::append(planPath, "plan.json");

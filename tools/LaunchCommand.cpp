@@ -9,6 +9,11 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxImport.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/executor/Program.h"
+#include "runtime/io/Npy.h"
+#include "llvm/Support/Format.h"
+#include <chrono>
+#include <cmath>
 #include "tools/Commands.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
@@ -36,6 +41,13 @@ static cl::opt<std::string> launchOutDir("output-dir", cl::desc("Folder for rank
                                          cl::sub(launchCmd), cl::Required);
 static cl::opt<int> launchThreads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
                                   cl::init(0), cl::sub(launchCmd));
+static cl::opt<int> launchSteps("steps", cl::desc("Training steps (a --train plan)"), cl::init(0), cl::sub(launchCmd));
+static cl::opt<std::string> launchData("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"),
+                                       cl::init(""), cl::sub(launchCmd));
+static cl::opt<int> launchBatch("batch", cl::desc("Sequences per step"), cl::init(0), cl::sub(launchCmd));
+static cl::opt<int> launchSeq("seq", cl::desc("Tokens per sequence"), cl::init(0), cl::sub(launchCmd));
+static cl::opt<double> launchLr("lr", cl::desc("AdamW learning rate"), cl::init(1e-3), cl::sub(launchCmd));
+static cl::opt<int> launchSeed("seed", cl::desc("Seed of the batch sampler"), cl::init(0), cl::sub(launchCmd));
 static cl::opt<int> launchRepeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
                                  cl::init(1), cl::sub(launchCmd));
 
@@ -46,6 +58,12 @@ static cl::opt<std::string> workerOutDir("output-dir", cl::desc("Folder for rank
                                          cl::Required);
 static cl::opt<int> workerThreads("threads", cl::desc("Threads"), cl::init(1), cl::sub(workerCmd));
 static cl::opt<int> workerRepeat("repeat", cl::desc("Runs"), cl::init(1), cl::sub(workerCmd));
+static cl::opt<int> workerSteps("steps", cl::desc("Training steps"), cl::init(0), cl::sub(workerCmd));
+static cl::opt<std::string> workerData("data", cl::desc("Token ids"), cl::init(""), cl::sub(workerCmd));
+static cl::opt<int> workerBatch("batch", cl::desc("Sequences per step"), cl::init(0), cl::sub(workerCmd));
+static cl::opt<int> workerSeq("seq", cl::desc("Tokens per sequence"), cl::init(0), cl::sub(workerCmd));
+static cl::opt<double> workerLr("lr", cl::desc("Learning rate"), cl::init(1e-3), cl::sub(workerCmd));
+static cl::opt<int> workerSeed("seed", cl::desc("Sampler seed"), cl::init(0), cl::sub(workerCmd));
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
 bool workerSelected() { return static_cast<bool>(workerCmd); }
@@ -80,6 +98,8 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
   return plan;
 }
 
+static llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path);
+
 int launchMain(const char *argv0) {
   const char *tool = "partita launch";
   if (worldSize < 1)
@@ -106,6 +126,19 @@ int launchMain(const char *argv0) {
                            std::to_string(std::max(1, launchRepeat.getValue()))});
   for (const auto &in : launchInputs)
     args.push_back("--input=" + in);
+  if (launchSteps > 0) {
+    bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
+    if (!trainPlan)
+      return reportError(tool, fail("--steps needs a plan compiled with --train"));
+    if (launchData.empty() || launchBatch < 1 || launchSeq < 1)
+      return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
+    if (auto tokens = readTokens(launchData); !tokens)
+      return reportError(tool, tokens.takeError());
+    for (std::string a : {"--steps=" + std::to_string(launchSteps), "--data=" + launchData.getValue(),
+                          "--batch=" + std::to_string(launchBatch), "--seq=" + std::to_string(launchSeq),
+                          "--lr=" + std::to_string(launchLr), "--seed=" + std::to_string(launchSeed)})
+      args.push_back(a);
+  }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::string errMsg;
   int rc = llvm::sys::ExecuteAndWait(args[0], refs, llvm::None, {}, 0, 0, &errMsg);
@@ -113,6 +146,163 @@ int launchMain(const char *argv0) {
     return reportError(tool, fail("the ranks failed (exit code " + llvm::Twine(rc) + ")" +
                                   (errMsg.empty() ? "" : ": " + errMsg) + "; see the rank errors above"));
   return 0;
+}
+
+/// Token ids from .npy (any integer type) or a flat little-endian uint16 file.
+static llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path) {
+  if (path.endswith(".npy")) {
+    auto t = rt::readNpy(path);
+    if (!t)
+      return t.takeError();
+    if (isFloat(t->dtype()))
+      return fail(path + ": token ids must be integers, not " + dtypeName(t->dtype()));
+    return t->toInts();
+  }
+  auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+  if (!buf)
+    return fail(path + ": cannot read: " + buf.getError().message());
+  llvm::StringRef data = (*buf)->getBuffer();
+  std::vector<int64_t> tokens(data.size() / 2);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<uint8_t>(data[2 * i]) | (static_cast<uint8_t>(data[2 * i + 1]) << 8);
+  return tokens;
+}
+
+/// splitmix64: the batch sampler's generator (test/train/check_training.py mirrors it).
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static Tensor hostTensor(DType t, const Shape &shape, const void *data) {
+  const auto *p = static_cast<const uint8_t *>(data);
+  return Tensor(t, shape, std::make_shared<std::vector<uint8_t>>(p, p + numElements(shape) * dtypeSize(t)));
+}
+
+static rt::TensorView viewOf(const Tensor &t) {
+  return rt::TensorView{t.dtype(), t.shape(), const_cast<uint8_t *>(t.data())};
+}
+
+/// The training loop of one rank: forward+backward, then the AdamW step
+/// program; updated parameters are written into the forward program's weights.
+static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env) {
+  const RankPlan &me = plan.ranks[rank];
+  auto fwdGraph = importOnnx(inDir(workerDir, me.forward), ImportOptions());
+  if (!fwdGraph)
+    return fwdGraph.takeError();
+  auto stepGraph = importOnnx(inDir(workerDir, me.step), ImportOptions());
+  if (!stepGraph)
+    return stepGraph.takeError();
+  rt::CpuDevice device;
+  auto fwd = rt::Program::load(**fwdGraph, device, &env);
+  if (!fwd)
+    return fwd.takeError();
+  auto step = rt::Program::load(**stepGraph, device, &env);
+  if (!step)
+    return step.takeError();
+  auto tokens = readTokens(workerData);
+  if (!tokens)
+    return tokens.takeError();
+  int64_t B = workerBatch, T = workerSeq, n = static_cast<int64_t>(tokens->size());
+  if (n < T + 2)
+    return fail(workerData + ": " + llvm::Twine(n) + " tokens, fewer than one sequence of " + llvm::Twine(T + 1));
+  std::vector<const rt::TensorView *> params;
+  std::vector<Tensor> moments1, moments2;
+  for (const std::string &name : plan.params) {
+    const rt::TensorView *p = (*fwd)->staticTensor(name);
+    if (!p)
+      return fail("the forward program has no weight '" + name + "'");
+    params.push_back(p);
+    moments1.push_back(Tensor::zeros(p->dtype, p->shape));
+    moments2.push_back(Tensor::zeros(p->dtype, p->shape));
+  }
+  std::unique_ptr<llvm::raw_fd_ostream> csv;
+  if (rank == 0) {
+    if (auto ec = llvm::sys::fs::create_directories(workerOutDir))
+      return fail("cannot create " + workerOutDir + ": " + ec.message());
+    std::error_code ec;
+    csv = std::make_unique<llvm::raw_fd_ostream>(inDir(workerOutDir, "loss.csv"), ec);
+    if (ec)
+      return fail("cannot write loss.csv: " + ec.message());
+    *csv << "step,loss,tokens_per_s,elapsed_s\n";
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (int s = 1; s <= workerSteps; ++s) {
+    auto stepStart = std::chrono::steady_clock::now();
+    std::vector<int64_t> ids(B * T), labels(B * T);
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t off = static_cast<int64_t>(splitmix64(static_cast<uint64_t>(workerSeed) * 1000003ull +
+                                                    static_cast<uint64_t>((s - 1) * B + b)) %
+                                         static_cast<uint64_t>(n - T - 1));
+      for (int64_t t = 0; t < T; ++t) {
+        ids[b * T + t] = (*tokens)[off + t];
+        labels[b * T + t] = (*tokens)[off + t + 1];
+      }
+    }
+    Tensor idsT = Tensor::fromInts(DType::I64, {B, T}, ids), labelsT = Tensor::fromInts(DType::I64, {B, T}, labels);
+    llvm::StringMap<rt::TensorView> feeds;
+    feeds["ids"] = viewOf(idsT);
+    feeds["labels"] = viewOf(labelsT);
+    auto outs = (*fwd)->run(feeds);
+    if (!outs)
+      return outs.takeError();
+    float loss = *static_cast<const float *>((*outs)[0].data);
+    if (!std::isfinite(loss))
+      return fail("step " + llvm::Twine(s) + ": the loss is not finite (" + std::to_string(loss) + "); stopping");
+    llvm::StringMap<size_t> outIndex;
+    for (size_t i = 0; i < (*fwd)->outputNames().size(); ++i)
+      outIndex[(*fwd)->outputNames()[i]] = i;
+    // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
+    float lr = static_cast<float>(workerLr);
+    float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
+    Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {lr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
+           bc2T = Tensor::fromDoubles(DType::F32, {}, {bc2});
+    llvm::StringMap<rt::TensorView> stepFeeds;
+    stepFeeds["lr"] = viewOf(lrT);
+    stepFeeds["bc1"] = viewOf(bc1T);
+    stepFeeds["bc2"] = viewOf(bc2T);
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::string k = std::to_string(i);
+      auto g = outIndex.find("grad." + plan.params[i]);
+      if (g == outIndex.end())
+        return fail("the forward program has no gradient output for '" + plan.params[i] + "'");
+      stepFeeds["p." + k] = *params[i];
+      stepFeeds["g." + k] = (*outs)[g->second];
+      stepFeeds["m." + k] = viewOf(moments1[i]);
+      stepFeeds["v." + k] = viewOf(moments2[i]);
+    }
+    auto updated = (*step)->run(stepFeeds);
+    if (!updated)
+      return updated.takeError();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const rt::TensorView &p = (*updated)[3 * i], &m = (*updated)[3 * i + 1], &v = (*updated)[3 * i + 2];
+      device.copyOnDevice(params[i]->data, p.data, p.bytes());
+      moments1[i] = hostTensor(m.dtype, m.shape, m.data);
+      moments2[i] = hostTensor(v.dtype, v.shape, v.data);
+    }
+    (*fwd)->weightsChanged();
+    if (rank == 0) {
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
+      double tps = static_cast<double>(B * T) / std::max(secs, 1e-9);
+      llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, workerSteps.getValue(), loss,
+                                   tps, elapsed);
+      llvm::outs().flush();
+      *csv << s << "," << llvm::format("%.8f", loss) << "," << llvm::format("%.1f", tps) << ","
+           << llvm::format("%.3f", elapsed) << "\n";
+    }
+  }
+  // Each rank writes its parameter shards.
+  std::string dir = inDir(workerOutDir, "rank" + std::to_string(rank));
+  std::vector<std::string> names;
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < params.size(); ++i) {
+    names.push_back(plan.params[i]);
+    values.push_back(hostTensor(params[i]->dtype, params[i]->shape, params[i]->data));
+  }
+  return writeOutputFiles(dir, names, values);
 }
 
 /// Runs this process's rank; any error aborts every rank.
@@ -138,6 +328,8 @@ static llvm::Error runRank(int rank) {
     env.groups[axis] = group->get();
     groups.push_back(std::move(*group));
   }
+  if (workerSteps > 0)
+    return trainRank(rank, *plan, env);
   auto inputs = readInputFiles(workerInputs);
   if (!inputs)
     return inputs.takeError();

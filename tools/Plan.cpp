@@ -91,8 +91,10 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
     llvm::json::Object coords;
     for (const auto &[k, v] : r.coords)
       coords[k] = v;
-    ranks.push_back(llvm::json::Object{{"rank", r.rank}, {"coords", std::move(coords)},
-                                       {"programs", llvm::json::Object{{"forward", r.forward}}}});
+    llvm::json::Object programs{{"forward", r.forward}};
+    if (!r.step.empty())
+      programs["step"] = r.step;
+    ranks.push_back(llvm::json::Object{{"rank", r.rank}, {"coords", std::move(coords)}, {"programs", std::move(programs)}});
   }
   llvm::json::Object groups;
   for (const auto &[axis, gs] : p.groups) {
@@ -108,6 +110,9 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array coverage;
   for (const auto &c : p.coverage)
     coverage.push_back(c);
+  llvm::json::Array params;
+  for (const auto &c : p.params)
+    params.push_back(c);
   llvm::json::Object root{{"format", "partita-plan-1"},
                           {"world_size", p.worldSize()},
                           {"mesh", std::move(axes)},
@@ -115,7 +120,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"groups", std::move(groups)},
                           {"inputs", specs(p.inputs)},
                           {"outputs", specs(p.outputs)},
-                          {"coverage", std::move(coverage)}};
+                          {"coverage", std::move(coverage)},
+                          {"params", std::move(params)}};
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
@@ -156,6 +162,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     RankPlan rp;
     rp.rank = *o->getInteger("rank");
     rp.forward = progs->getString("forward")->str();
+    if (auto step = progs->getString("step"))
+      rp.step = step->str();
     if (const auto *coords = o->getObject("coords"))
       for (const auto &kv : *coords)
         if (auto v = kv.second.getAsInteger())
@@ -179,6 +187,10 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     for (const auto &c : *cov)
       if (auto s = c.getAsString())
         p.coverage.push_back(s->str());
+  if (const auto *params = root->getArray("params"))
+    for (const auto &c : *params)
+      if (auto s = c.getAsString())
+        p.params.push_back(s->str());
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   return p;

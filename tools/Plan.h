@@ -15,6 +15,7 @@ struct RankPlan {
   int64_t rank = 0;
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
   std::string forward;                   // program path relative to the plan's folder
+  std::string step;                      // optimizer step program (training plans), or empty
 };
 
 struct Plan {
@@ -24,6 +25,10 @@ struct Plan {
   std::map<std::string, std::vector<std::vector<int64_t>>> groups;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<std::string> coverage;
+  /// Training plans: the weights the step program updates, in the order of
+  /// the forward program's gradient outputs (grad.<name>) and the step
+  /// program's p.i/g.i/m.i/v.i inputs.
+  std::vector<std::string> params;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
 };

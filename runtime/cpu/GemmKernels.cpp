@@ -115,10 +115,11 @@ public:
     if (bPrimDesc_ != bDesc_) {
       // Constant weights: reorder once into the primitive's layout; again only
       // if the program hands us a different buffer.
-      if (reorderedFrom_ != ctx.inputs[1].data) {
+      if (reorderedFrom_ != ctx.inputs[1].data || reorderedVersion_ != ctx.weightsVersion) {
         reordered_ = dnnl::memory(bPrimDesc_, engine);
         dnnl::reorder(weights, reordered_).execute(dnnlStream(), weights, reordered_);
         reorderedFrom_ = ctx.inputs[1].data;
+        reorderedVersion_ = ctx.weightsVersion;
       }
       weights = reordered_;
     }
@@ -138,6 +139,7 @@ private:
   dnnl::memory::desc aDesc_, bDesc_, bPrimDesc_, cDesc_, biasDesc_;
   dnnl::memory reordered_;
   const void *reorderedFrom_ = nullptr;
+  uint64_t reorderedVersion_ = 0;
   bool hasBias_ = false;
 };
 
@@ -148,7 +150,7 @@ public:
       : mm_(std::move(mm)), beta_(beta), c_(std::move(cShape)), out_(std::move(outShape)) {}
   llvm::Error run(KernelContext &ctx) override {
     std::vector<TensorView> abIns(ctx.inputs.begin(), ctx.inputs.begin() + 2);
-    KernelContext inner{ctx.device, abIns, ctx.outputs};
+    KernelContext inner{ctx.device, abIns, ctx.outputs, ctx.env, ctx.weightsVersion};
     if (auto err = mm_->run(inner))
       return err;
     if (ctx.inputs.size() < 3 || !ctx.inputs[2].data)

@@ -92,6 +92,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       device.copyFromHost(buf, value.data(), value.byteSize());
       p->statics_.push_back(buf);
       p->stats_.weightBytes += value.byteSize();
+      p->staticByName_[n->output()->name()] = TensorView{value.dtype(), value.shape(), buf};
       newSlot(n->output(), Home::Static, p->statics_.size() - 1);
       continue;
     }
@@ -161,6 +162,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   return std::move(p);
 }
 
+const TensorView *Program::staticTensor(llvm::StringRef valueName) const {
+  auto it = staticByName_.find(valueName);
+  return it == staticByName_.end() ? nullptr : &it->second;
+}
+
 void *Program::addressOf(const Slot &s) const {
   switch (s.home) {
   case Home::Input: return boundInputs_[s.index];
@@ -208,7 +214,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       v.data = addressOf(slots_[id]);
       outs.push_back(v);
     }
-    KernelContext ctx{device_, ins, outs, env_};
+    KernelContext ctx{device_, ins, outs, env_, weightsVersion_};
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return std::move(err);

@@ -50,6 +50,13 @@ public:
 
   const ProgramStats &stats() const { return stats_; }
 
+  /// The device buffer of a weight or constant, by value name (nullptr if
+  /// none): training writes updated parameters here between steps.
+  const TensorView *staticTensor(llvm::StringRef valueName) const;
+  /// Call after writing weights through staticTensor(): kernels drop what
+  /// they derived from the old values (e.g. reordered GEMM weights).
+  void weightsChanged() { ++weightsVersion_; }
+
   /// When on, run() accumulates wall time per op type (qualified name).
   void setProfiling(bool on) { profiling_ = on; }
   const std::map<std::string, std::pair<double, int>> &profile() const { return profile_; }
@@ -79,6 +86,8 @@ private:
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   std::vector<void *> statics_;
+  llvm::StringMap<TensorView> staticByName_;
+  uint64_t weightsVersion_ = 0;
   std::vector<void *> outputBuffers_;
   void *arena_ = nullptr;
   std::vector<InputSpec> inputSpecs_;

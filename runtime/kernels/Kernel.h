@@ -22,6 +22,9 @@ struct KernelContext {
   const std::vector<TensorView> &inputs;
   std::vector<TensorView> &outputs;
   const RuntimeEnv *env = nullptr; // communicators, for collective kernels
+  /// Changes whenever the program's weights were rewritten (training): a
+  /// kernel that caches something derived from a weight must refresh it.
+  uint64_t weightsVersion = 0;
 };
 
 class Kernel {

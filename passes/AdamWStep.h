@@ -1,0 +1,24 @@
+//===- AdamWStep.h - the optimizer step as a graph ------------------------===//
+//
+// torch.optim.AdamW on one rank's parameter shards, as an elementwise program
+// (every op runs locally on a shard, so the same graph serves any tensor-
+// parallel layout):
+//   p ← p·(1 − lr·wd);  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
+//   p ← p − (lr / bc1) · m / (√v / √bc2 + ε)      bc1 = 1−β1ᵗ, bc2 = 1−β2ᵗ
+// Inputs: lr, bc1, bc2 (scalars the host computes per step, so schedules stay
+// on the host), then p.i, g.i, m.i, v.i per parameter; outputs p.i.new,
+// m.i.new, v.i.new.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include <memory>
+
+namespace partita {
+
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+};
+
+std::unique_ptr<Graph> buildAdamWStep(llvm::ArrayRef<TensorType> params, const AdamWOptions &opts, int64_t opset);
+
+} // namespace partita

@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""Ten AdamW steps of Partita against torch.optim.AdamW on the same batches.
+
+Partita: `partita compile --train [--tp T]`, `partita launch --steps 10`. PyTorch:
+the same seeded fixture model (its initial weights are the fixture's
+initializers), F.cross_entropy, torch.optim.AdamW with the same hyper-parameters,
+the same batches (the splitmix64 sampler of tools/LaunchCommand.cpp). Checks the
+loss of every step and every final parameter within 1e-4 relative.
+
+Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP
+"""
+import csv
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+partita, kind, name, work, tp = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(root, "models"))
+import export_models as em  # noqa: E402
+
+STEPS, B, T, LR, WD, SEED = 10, 2, 16, 1e-2, 0.01, 3
+os.makedirs(work, exist_ok=True)
+tokens = np.random.default_rng(0).integers(0, em.VOCAB, 4000).astype(np.int64)
+np.save(os.path.join(work, "tokens.npy"), tokens)
+MASK = (1 << 64) - 1
+
+
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def batch(step):
+    ids, labels = [], []
+    for b in range(B):
+        off = splitmix64((SEED * 1000003 + (step - 1) * B + b) & MASK) % (len(tokens) - T - 1)
+        ids.append(tokens[off:off + T])
+        labels.append(tokens[off + 1:off + T + 1])
+    return torch.from_numpy(np.stack(ids)), torch.from_numpy(np.stack(labels))
+
+
+model = em.make(kind)
+opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=WD)
+initial = {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
+max_grad = {n: 0.0 for n in initial}
+torch_losses = []
+for step in range(1, STEPS + 1):
+    ids, labels = batch(step)
+    logits = model(ids)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    for n, p in model.named_parameters():
+        max_grad[n] = max(max_grad[n], float(p.grad.abs().max()))
+    opt.step()
+    torch_losses.append(loss.item())
+
+compiled, res = os.path.join(work, f"tp{tp}"), os.path.join(work, f"res{tp}")
+subprocess.run([partita, "compile", os.path.join(root, "models", "fixtures", name + ".onnx"), "--train",
+                "--tp", str(tp), "--weight-decay", str(WD), "-o", compiled], check=True, stdout=subprocess.DEVNULL)
+subprocess.run([partita, "launch", "-n", str(tp), compiled, "--steps", str(STEPS), "--data",
+                os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
+                "--seed", str(SEED), "--threads", "1", "--output-dir", res], check=True)
+
+passed = failed = 0
+with open(os.path.join(res, "loss.csv")) as f:
+    ours = [float(r["loss"]) for r in csv.DictReader(f)]
+for step, (a, b) in enumerate(zip(ours, torch_losses), 1):
+    err = abs(a - b) / abs(b)
+    ok = err <= 1e-4 and len(ours) == STEPS
+    passed, failed = passed + ok, failed + (not ok)
+    print(f"{'PASS' if ok else 'FAIL'} step {step}: loss partita {a:.6f} torch {b:.6f} (relative error {err:.1e})")
+
+final = {n: p.detach().numpy() for n, p in model.named_parameters()}
+for init in onnx.load(os.path.join(root, "models", "fixtures", name + ".onnx")).graph.initializer:
+    value = numpy_helper.to_array(init)
+    shards = [os.path.join(res, f"rank{r}", init.name + ".npy") for r in range(tp)]
+    if not os.path.exists(shards[0]):
+        continue
+    parts = [np.load(p) for p in shards]
+    ours = parts[0]
+    if parts[0].shape != value.shape:  # split: concatenate along the dimension that differs
+        dim = next(d for d in range(value.ndim) if parts[0].shape[d] != value.shape[d])
+        ours = np.concatenate(parts, axis=dim)
+    want, pname = None, None
+    for n, p0 in initial.items():
+        if p0.shape == value.shape and np.array_equal(p0, value):
+            want, pname = final[n], n
+        elif p0.ndim == 2 and p0.T.shape == value.shape and np.array_equal(p0.T, value):
+            want, pname = final[n].T, n
+    if want is None:
+        continue
+    if max_grad[pname] < 1e-6:
+        # Exactly zero gradient (softmax ignores the key bias): AdamW then
+        # normalises rounding noise, on both sides, into full-size steps.
+        print(f"skip {init.name}: its gradient is zero in exact arithmetic (max |g| {max_grad[pname]:.1e})")
+        continue
+    err = np.linalg.norm(ours - want) / np.linalg.norm(want)  # relative Frobenius error
+    ok = err <= 1e-4
+    passed, failed = passed + ok, failed + (not ok)
+    if not ok:
+        print(f"FAIL parameter {init.name}: relative error {err:.1e}")
+print(f"check_training: {passed} passed, {failed} failed")
+sys.exit(1 if failed or passed < STEPS + 10 else 0)
