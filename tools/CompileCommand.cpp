@@ -110,8 +110,8 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--tp, --pp and --dp must be >= 1");
   if (pp > 1)
     return notYet("--pp", pp);
-  if (dp > 1)
-    return notYet("--dp", dp);
+  if (dp > 1 && !train)
+    return fail("--dp " + llvm::Twine(dp) + " needs --train (data parallelism replicates a training program)");
   if (zero != 0)
     return notYet("--zero", zero);
   if (sequenceParallel && tp == 1)
@@ -140,7 +140,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   if (auto err = pm.run(g))
     return err;
+  // Data parallelism replicates the tensor-parallel programs: rank k runs
+  // tp rank k mod T's program; the runtime averages gradients over `dp`.
   Mesh mesh = g.mesh.empty() ? Mesh{{MeshAxis{"tp", 1}}} : g.mesh;
+  if (dp > 1)
+    mesh.axes.insert(mesh.axes.begin(), MeshAxis{"dp", dp});
   Plan plan = makePlan(mesh);
   plan.inputs = specsOf(g.inputs());
   plan.outputs = specsOf(g.outputs());
@@ -154,10 +158,10 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   for (const RankPlan &r : plan.ranks) {
     std::unique_ptr<Graph> local = cloneGraph(g);
-    if (!g.mesh.empty()) {
+    if (!g.mesh.empty()) { // localize picks the tp coordinate (rank mod tp)
       PassManager lpm;
       lpm.verifyEach = true;
-      if (auto err = lpm.addPipeline("localize{rank=" + std::to_string(r.rank) + "}"))
+      if (auto err = lpm.addPipeline("localize{rank=" + std::to_string(r.coords.at("tp")) + "}"))
         return err;
       if (auto err = lpm.run(*local))
         return err;

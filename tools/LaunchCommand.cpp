@@ -14,6 +14,7 @@
 #include "llvm/Support/Format.h"
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include "tools/Commands.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
@@ -48,6 +49,10 @@ static cl::opt<int> launchBatch("batch", cl::desc("Sequences per step"), cl::ini
 static cl::opt<int> launchSeq("seq", cl::desc("Tokens per sequence"), cl::init(0), cl::sub(launchCmd));
 static cl::opt<double> launchLr("lr", cl::desc("AdamW learning rate"), cl::init(1e-3), cl::sub(launchCmd));
 static cl::opt<int> launchSeed("seed", cl::desc("Seed of the batch sampler"), cl::init(0), cl::sub(launchCmd));
+static cl::opt<int> launchMicro("micro-batches", cl::desc("Micro-batches accumulated per step"), cl::init(1),
+                                cl::sub(launchCmd));
+static cl::opt<double> launchBucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0),
+                                      cl::sub(launchCmd));
 static cl::opt<int> launchRepeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
                                  cl::init(1), cl::sub(launchCmd));
 
@@ -64,6 +69,8 @@ static cl::opt<int> workerBatch("batch", cl::desc("Sequences per step"), cl::ini
 static cl::opt<int> workerSeq("seq", cl::desc("Tokens per sequence"), cl::init(0), cl::sub(workerCmd));
 static cl::opt<double> workerLr("lr", cl::desc("Learning rate"), cl::init(1e-3), cl::sub(workerCmd));
 static cl::opt<int> workerSeed("seed", cl::desc("Sampler seed"), cl::init(0), cl::sub(workerCmd));
+static cl::opt<int> workerMicro("micro-batches", cl::desc("Micro-batches"), cl::init(1), cl::sub(workerCmd));
+static cl::opt<double> workerBucketMb("bucket-mb", cl::desc("Bucket size (MB)"), cl::init(25.0), cl::sub(workerCmd));
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
 bool workerSelected() { return static_cast<bool>(workerCmd); }
@@ -136,7 +143,9 @@ int launchMain(const char *argv0) {
       return reportError(tool, tokens.takeError());
     for (std::string a : {"--steps=" + std::to_string(launchSteps), "--data=" + launchData.getValue(),
                           "--batch=" + std::to_string(launchBatch), "--seq=" + std::to_string(launchSeq),
-                          "--lr=" + std::to_string(launchLr), "--seed=" + std::to_string(launchSeed)})
+                          "--lr=" + std::to_string(launchLr), "--seed=" + std::to_string(launchSeed),
+                          "--micro-batches=" + std::to_string(std::max(1, launchMicro.getValue())),
+                          "--bucket-mb=" + std::to_string(launchBucketMb)})
       args.push_back(a);
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
@@ -228,32 +237,96 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       return fail("cannot write loss.csv: " + ec.message());
     *csv << "step,loss,tokens_per_s,elapsed_s\n";
   }
+  // Data parallelism: this rank's replica index and the gradient group.
+  int64_t dpSize = 1, dpIndex = 0;
+  for (const auto &axis : plan.mesh.axes)
+    if (axis.name == "dp") {
+      dpSize = axis.size;
+      dpIndex = plan.ranks[rank].coords.at("dp");
+    }
+  rt::Communicator *dpGroup = env.group("dp");
+  int64_t M = std::max(1, workerMicro.getValue());
+  llvm::StringMap<size_t> outIndex;
+  for (size_t i = 0; i < (*fwd)->outputNames().size(); ++i)
+    outIndex[(*fwd)->outputNames()[i]] = i;
+  std::vector<size_t> gradIndex;
+  for (const std::string &name : plan.params) {
+    auto g = outIndex.find("grad." + name);
+    if (g == outIndex.end())
+      return fail("the forward program has no gradient output for '" + name + "'");
+    gradIndex.push_back(g->second);
+  }
+  std::vector<Tensor> grads(params.size());
   auto start = std::chrono::steady_clock::now();
   for (int s = 1; s <= workerSteps; ++s) {
     auto stepStart = std::chrono::steady_clock::now();
-    std::vector<int64_t> ids(B * T), labels(B * T);
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t off = static_cast<int64_t>(splitmix64(static_cast<uint64_t>(workerSeed) * 1000003ull +
-                                                    static_cast<uint64_t>((s - 1) * B + b)) %
-                                         static_cast<uint64_t>(n - T - 1));
-      for (int64_t t = 0; t < T; ++t) {
-        ids[b * T + t] = (*tokens)[off + t];
-        labels[b * T + t] = (*tokens)[off + t + 1];
+    // Global batch of a step: dp x micro-batches x B sequences; this replica
+    // takes its dp block, micro-batch by micro-batch.
+    double lossSum = 0;
+    for (int64_t micro = 0; micro < M; ++micro) {
+      std::vector<int64_t> ids(B * T), labels(B * T);
+      for (int64_t b = 0; b < B; ++b) {
+        uint64_t sample = static_cast<uint64_t>(((s - 1) * dpSize + dpIndex) * M * B + micro * B + b);
+        int64_t off = static_cast<int64_t>(splitmix64(static_cast<uint64_t>(workerSeed) * 1000003ull + sample) %
+                                           static_cast<uint64_t>(n - T - 1));
+        for (int64_t t = 0; t < T; ++t) {
+          ids[b * T + t] = (*tokens)[off + t];
+          labels[b * T + t] = (*tokens)[off + t + 1];
+        }
+      }
+      Tensor idsT = Tensor::fromInts(DType::I64, {B, T}, ids), labelsT = Tensor::fromInts(DType::I64, {B, T}, labels);
+      llvm::StringMap<rt::TensorView> feeds;
+      feeds["ids"] = viewOf(idsT);
+      feeds["labels"] = viewOf(labelsT);
+      auto outs = (*fwd)->run(feeds);
+      if (!outs)
+        return outs.takeError();
+      lossSum += *static_cast<const float *>((*outs)[0].data);
+      for (size_t i = 0; i < params.size(); ++i) {
+        const rt::TensorView &g = (*outs)[gradIndex[i]];
+        if (micro == 0) {
+          grads[i] = hostTensor(g.dtype, g.shape, g.data);
+          continue;
+        }
+        float *acc = reinterpret_cast<float *>(const_cast<uint8_t *>(grads[i].data()));
+        const float *add = static_cast<const float *>(g.data);
+        for (int64_t k = 0; k < g.numel(); ++k)
+          acc[k] += add[k];
       }
     }
-    Tensor idsT = Tensor::fromInts(DType::I64, {B, T}, ids), labelsT = Tensor::fromInts(DType::I64, {B, T}, labels);
-    llvm::StringMap<rt::TensorView> feeds;
-    feeds["ids"] = viewOf(idsT);
-    feeds["labels"] = viewOf(labelsT);
-    auto outs = (*fwd)->run(feeds);
-    if (!outs)
-      return outs.takeError();
-    float loss = *static_cast<const float *>((*outs)[0].data);
+    // Average over micro-batches and replicas: all-reduce the gradients in
+    // buckets of about --bucket-mb over the dp group.
+    float loss = static_cast<float>(lossSum / M);
+    if (dpGroup && dpSize > 1) {
+      if (auto err = dpGroup->allReduce(&loss, 1, DType::F32))
+        return err;
+      loss /= static_cast<float>(dpSize);
+      size_t bucketBytes = static_cast<size_t>(std::max(1.0, workerBucketMb * 1e6)), i = 0;
+      std::vector<float> bucket;
+      while (i < grads.size()) {
+        size_t first = i;
+        bucket.clear();
+        for (; i < grads.size() && (bucket.empty() || bucket.size() * 4 + grads[i].byteSize() <= bucketBytes); ++i) {
+          const float *g = reinterpret_cast<const float *>(grads[i].data());
+          bucket.insert(bucket.end(), g, g + grads[i].numel());
+        }
+        if (auto err = dpGroup->allReduce(bucket.data(), bucket.size(), DType::F32))
+          return err;
+        size_t off = 0;
+        for (size_t j = first; j < i; ++j) {
+          std::memcpy(const_cast<uint8_t *>(grads[j].data()), bucket.data() + off, grads[j].byteSize());
+          off += grads[j].numel();
+        }
+      }
+    }
+    float scale = 1.0f / static_cast<float>(M * dpSize);
+    for (Tensor &g : grads) {
+      float *p = reinterpret_cast<float *>(const_cast<uint8_t *>(g.data()));
+      for (int64_t k = 0; k < g.numel(); ++k)
+        p[k] *= scale;
+    }
     if (!std::isfinite(loss))
       return fail("step " + llvm::Twine(s) + ": the loss is not finite (" + std::to_string(loss) + "); stopping");
-    llvm::StringMap<size_t> outIndex;
-    for (size_t i = 0; i < (*fwd)->outputNames().size(); ++i)
-      outIndex[(*fwd)->outputNames()[i]] = i;
     // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
     float lr = static_cast<float>(workerLr);
     float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
@@ -265,11 +338,8 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     stepFeeds["bc2"] = viewOf(bc2T);
     for (size_t i = 0; i < params.size(); ++i) {
       std::string k = std::to_string(i);
-      auto g = outIndex.find("grad." + plan.params[i]);
-      if (g == outIndex.end())
-        return fail("the forward program has no gradient output for '" + plan.params[i] + "'");
       stepFeeds["p." + k] = *params[i];
-      stepFeeds["g." + k] = (*outs)[g->second];
+      stepFeeds["g." + k] = viewOf(grads[i]);
       stepFeeds["m." + k] = viewOf(moments1[i]);
       stepFeeds["v." + k] = viewOf(moments2[i]);
     }
@@ -286,7 +356,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     if (rank == 0) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
-      double tps = static_cast<double>(B * T) / std::max(secs, 1e-9);
+      double tps = static_cast<double>(B * T * M * dpSize) / std::max(secs, 1e-9);
       llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, workerSteps.getValue(), loss,
                                    tps, elapsed);
       llvm::outs().flush();

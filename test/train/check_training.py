@@ -7,7 +7,8 @@ initializers), F.cross_entropy, torch.optim.AdamW with the same hyper-parameters
 the same batches (the splitmix64 sampler of tools/LaunchCommand.cpp). Checks the
 loss of every step and every final parameter within 1e-4 relative.
 
-Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP
+Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP [DP [MICRO_BATCHES]]
+A step's global batch is DP x MICRO_BATCHES x 2 sequences; PyTorch takes it whole.
 """
 import csv
 import os
@@ -21,6 +22,8 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 partita, kind, name, work, tp = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+dp = int(sys.argv[6]) if len(sys.argv) > 6 else 1
+micro = int(sys.argv[7]) if len(sys.argv) > 7 else 1
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
@@ -41,8 +44,9 @@ def splitmix64(x):
 
 def batch(step):
     ids, labels = [], []
-    for b in range(B):
-        off = splitmix64((SEED * 1000003 + (step - 1) * B + b) & MASK) % (len(tokens) - T - 1)
+    per_step = dp * micro * B
+    for j in range((step - 1) * per_step, step * per_step):
+        off = splitmix64((SEED * 1000003 + j) & MASK) % (len(tokens) - T - 1)
         ids.append(tokens[off:off + T])
         labels.append(tokens[off + 1:off + T + 1])
     return torch.from_numpy(np.stack(ids)), torch.from_numpy(np.stack(labels))
@@ -66,10 +70,12 @@ for step in range(1, STEPS + 1):
 
 compiled, res = os.path.join(work, f"tp{tp}"), os.path.join(work, f"res{tp}")
 subprocess.run([partita, "compile", os.path.join(root, "models", "fixtures", name + ".onnx"), "--train",
-                "--tp", str(tp), "--weight-decay", str(WD), "-o", compiled], check=True, stdout=subprocess.DEVNULL)
-subprocess.run([partita, "launch", "-n", str(tp), compiled, "--steps", str(STEPS), "--data",
+                "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), "-o", compiled], check=True,
+               stdout=subprocess.DEVNULL)
+subprocess.run([partita, "launch", "-n", str(tp * dp), compiled, "--steps", str(STEPS), "--data",
                 os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
-                "--seed", str(SEED), "--threads", "1", "--output-dir", res], check=True)
+                "--seed", str(SEED), "--micro-batches", str(micro), "--bucket-mb", "0.01", "--threads", "1",
+                "--output-dir", res], check=True)
 
 passed = failed = 0
 with open(os.path.join(res, "loss.csv")) as f:
