@@ -18,5 +18,6 @@ PassInfo insertCollectivesPass();
 PassInfo localizePass();
 PassInfo autodiffPass();
 PassInfo addLossPass();
+PassInfo splitFusedProjectionsPass();
 
 } // namespace partita

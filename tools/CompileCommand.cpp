@@ -127,8 +127,8 @@ static llvm::Error compile(llvm::StringRef dir) {
   PassManager pm;
   pm.verifyEach = true;
   std::string pipeline = "canonicalize";
-  if (emitGradients || train)
-    pipeline += ",add-loss,autodiff";
+  if (emitGradients || train) // fused q/k/v are cut before differentiating, so each piece is a parameter
+    pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",add-loss,autodiff";
   std::string propagate = "propagate-sharding";
   if (sequenceParallel || train)
     propagate += std::string("{") + (sequenceParallel ? "sequence-parallel=1" : "") +
