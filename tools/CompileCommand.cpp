@@ -77,9 +77,11 @@ static std::vector<TensorSpec> specsOf(const std::vector<Value *> &values) {
 
 /// The AdamW step program over this rank's parameter shards (rank<k>/step.onnx);
 /// records the parameter order in the plan.
-static llvm::Error emitStep(const Graph &local, llvm::StringRef rankDir, const RankPlan &r, Plan &plan) {
+static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::StringRef rankDir, const RankPlan &r,
+                            Plan &plan) {
   std::vector<std::string> names;
   std::vector<TensorType> types;
+  std::vector<bool> sharded;
   for (const Value *out : local.outputs()) {
     llvm::StringRef n(out->name());
     if (!n.consume_front("grad."))
@@ -89,9 +91,13 @@ static llvm::Error emitStep(const Graph &local, llvm::StringRef rankDir, const R
       return fail("gradient output %" + out->name() + " has no weight named " + n);
     names.push_back(n.str());
     types.push_back(w->type());
+    const Value *gw = global.findValue(n);
+    sharded.push_back(gw && gw->type().shape != w->type().shape);
   }
-  if (r.rank == 0)
+  if (r.rank == 0) {
     plan.params = names;
+    plan.paramSharded = sharded;
+  }
   else if (plan.params != names)
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
   AdamWOptions opts;
@@ -178,7 +184,7 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto err = exportOnnx(*local, onnxPath))
       return err;
     if (train)
-      if (auto err = emitStep(*local, rankDir, r, plan))
+      if (auto err = emitStep(g, *local, rankDir, r, plan))
         return err;
   }
   llvm::SmallString<256> planPath(dir);

@@ -51,6 +51,13 @@ static cl::opt<double> launchLr("lr", cl::desc("AdamW learning rate"), cl::init(
 static cl::opt<int> launchSeed("seed", cl::desc("Seed of the batch sampler"), cl::init(0), cl::sub(launchCmd));
 static cl::opt<int> launchMicro("micro-batches", cl::desc("Micro-batches accumulated per step"), cl::init(1),
                                 cl::sub(launchCmd));
+static cl::opt<std::string> launchSchedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
+                                           cl::init("constant"), cl::sub(launchCmd));
+static cl::opt<int> launchWarmup("warmup-steps", cl::desc("Linear warmup steps"), cl::init(0), cl::sub(launchCmd));
+static cl::opt<double> launchMinLr("min-lr-ratio", cl::desc("Final learning rate / --lr for linear/cosine decay"),
+                                   cl::init(0.0), cl::sub(launchCmd));
+static cl::opt<double> launchClip("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
+                                  cl::init(0.0), cl::sub(launchCmd));
 static cl::opt<double> launchBucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0),
                                       cl::sub(launchCmd));
 static cl::opt<int> launchRepeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
@@ -70,6 +77,11 @@ static cl::opt<int> workerSeq("seq", cl::desc("Tokens per sequence"), cl::init(0
 static cl::opt<double> workerLr("lr", cl::desc("Learning rate"), cl::init(1e-3), cl::sub(workerCmd));
 static cl::opt<int> workerSeed("seed", cl::desc("Sampler seed"), cl::init(0), cl::sub(workerCmd));
 static cl::opt<int> workerMicro("micro-batches", cl::desc("Micro-batches"), cl::init(1), cl::sub(workerCmd));
+static cl::opt<std::string> workerSchedule("lr-schedule", cl::desc("Schedule"), cl::init("constant"),
+                                           cl::sub(workerCmd));
+static cl::opt<int> workerWarmup("warmup-steps", cl::desc("Warmup"), cl::init(0), cl::sub(workerCmd));
+static cl::opt<double> workerMinLr("min-lr-ratio", cl::desc("Min lr ratio"), cl::init(0.0), cl::sub(workerCmd));
+static cl::opt<double> workerClip("clip-grad-norm", cl::desc("Clip"), cl::init(0.0), cl::sub(workerCmd));
 static cl::opt<double> workerBucketMb("bucket-mb", cl::desc("Bucket size (MB)"), cl::init(25.0), cl::sub(workerCmd));
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
@@ -139,13 +151,19 @@ int launchMain(const char *argv0) {
       return reportError(tool, fail("--steps needs a plan compiled with --train"));
     if (launchData.empty() || launchBatch < 1 || launchSeq < 1)
       return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
+    if (launchSchedule != "constant" && launchSchedule != "linear" && launchSchedule != "cosine")
+      return reportError(tool, fail("--lr-schedule '" + launchSchedule + "': expected constant, linear or cosine"));
     if (auto tokens = readTokens(launchData); !tokens)
       return reportError(tool, tokens.takeError());
     for (std::string a : {"--steps=" + std::to_string(launchSteps), "--data=" + launchData.getValue(),
                           "--batch=" + std::to_string(launchBatch), "--seq=" + std::to_string(launchSeq),
                           "--lr=" + std::to_string(launchLr), "--seed=" + std::to_string(launchSeed),
                           "--micro-batches=" + std::to_string(std::max(1, launchMicro.getValue())),
-                          "--bucket-mb=" + std::to_string(launchBucketMb)})
+                          "--bucket-mb=" + std::to_string(launchBucketMb),
+                          "--lr-schedule=" + launchSchedule.getValue(),
+                          "--warmup-steps=" + std::to_string(launchWarmup),
+                          "--min-lr-ratio=" + std::to_string(launchMinLr),
+                          "--clip-grad-norm=" + std::to_string(launchClip)})
       args.push_back(a);
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
@@ -192,6 +210,22 @@ static Tensor hostTensor(DType t, const Shape &shape, const void *data) {
 
 static rt::TensorView viewOf(const Tensor &t) {
   return rt::TensorView{t.dtype(), t.shape(), const_cast<uint8_t *>(t.data())};
+}
+
+/// Learning-rate factor of optimizer step k (0-based): linear warmup over
+/// --warmup-steps, then constant, linear or cosine decay to --min-lr-ratio
+/// at the last step (DeepSpeed's WarmupDecayLR / WarmupCosineLR shapes).
+static double lrFactor(int64_t k) {
+  int64_t warm = workerWarmup, total = workerSteps;
+  if (k < warm)
+    return static_cast<double>(k + 1) / static_cast<double>(warm);
+  if (workerSchedule == "constant")
+    return 1.0;
+  double p = total > warm ? static_cast<double>(k - warm) / static_cast<double>(total - warm) : 1.0;
+  double lo = workerMinLr;
+  if (workerSchedule == "linear")
+    return 1.0 - p * (1.0 - lo);
+  return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
 }
 
 /// The training loop of one rank: forward+backward, then the AdamW step
@@ -325,10 +359,34 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       for (int64_t k = 0; k < g.numel(); ++k)
         p[k] *= scale;
     }
+    // Global-norm clipping: a tensor-parallel shard's square sum is summed
+    // over the tp group, a replicated gradient counts once.
+    if (workerClip > 0) {
+      double shardedSq = 0, replicatedSq = 0;
+      for (size_t i = 0; i < grads.size(); ++i) {
+        const float *p = reinterpret_cast<const float *>(grads[i].data());
+        double sq = 0;
+        for (int64_t k = 0; k < grads[i].numel(); ++k)
+          sq += double(p[k]) * p[k];
+        (i < plan.paramSharded.size() && plan.paramSharded[i] ? shardedSq : replicatedSq) += sq;
+      }
+      if (rt::Communicator *tpGroup = env.group("tp"); tpGroup && tpGroup->size() > 1)
+        if (auto err = tpGroup->allReduce(&shardedSq, 1, DType::F64))
+          return err;
+      double norm = std::sqrt(shardedSq + replicatedSq);
+      float coef = static_cast<float>(std::min(1.0, workerClip / (norm + 1e-6)));
+      if (!std::isfinite(norm))
+        return fail("step " + llvm::Twine(s) + ": the gradient norm is not finite; stopping");
+      for (Tensor &g : grads) {
+        float *p = reinterpret_cast<float *>(const_cast<uint8_t *>(g.data()));
+        for (int64_t k = 0; k < g.numel(); ++k)
+          p[k] *= coef;
+      }
+    }
     if (!std::isfinite(loss))
       return fail("step " + llvm::Twine(s) + ": the loss is not finite (" + std::to_string(loss) + "); stopping");
     // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
-    float lr = static_cast<float>(workerLr);
+    float lr = static_cast<float>(workerLr * lrFactor(s - 1));
     float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
     Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {lr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
            bc2T = Tensor::fromDoubles(DType::F32, {}, {bc2});

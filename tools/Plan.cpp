@@ -110,9 +110,11 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array coverage;
   for (const auto &c : p.coverage)
     coverage.push_back(c);
-  llvm::json::Array params;
+  llvm::json::Array params, sharded;
   for (const auto &c : p.params)
     params.push_back(c);
+  for (bool b : p.paramSharded)
+    sharded.push_back(b);
   llvm::json::Object root{{"format", "partita-plan-1"},
                           {"world_size", p.worldSize()},
                           {"mesh", std::move(axes)},
@@ -121,7 +123,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"inputs", specs(p.inputs)},
                           {"outputs", specs(p.outputs)},
                           {"coverage", std::move(coverage)},
-                          {"params", std::move(params)}};
+                          {"params", std::move(params)},
+                          {"param_sharded", std::move(sharded)}};
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
@@ -191,6 +194,9 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     for (const auto &c : *params)
       if (auto s = c.getAsString())
         p.params.push_back(s->str());
+  if (const auto *sharded = root->getArray("param_sharded"))
+    for (const auto &c : *sharded)
+      p.paramSharded.push_back(c.getAsBoolean().getValueOr(false));
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   return p;

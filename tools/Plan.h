@@ -29,6 +29,9 @@ struct Plan {
   /// the forward program's gradient outputs (grad.<name>) and the step
   /// program's p.i/g.i/m.i/v.i inputs.
   std::vector<std::string> params;
+  /// Per param: split across tensor-parallel ranks (counted once per shard in
+  /// the global gradient norm) or replicated (counted once).
+  std::vector<bool> paramSharded;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
 };

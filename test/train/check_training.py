@@ -7,9 +7,12 @@ initializers), F.cross_entropy, torch.optim.AdamW with the same hyper-parameters
 the same batches (the splitmix64 sampler of tools/LaunchCommand.cpp). Checks the
 loss of every step and every final parameter within 1e-4 relative.
 
-Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP [DP [MICRO_BATCHES]]
+Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP [DP [MICRO_BATCHES [SCHEDULE WARMUP CLIP]]]
 A step's global batch is DP x MICRO_BATCHES x 2 sequences; PyTorch takes it whole.
+SCHEDULE (constant/linear/cosine) with WARMUP steps maps to torch's LambdaLR, CLIP to
+torch.nn.utils.clip_grad_norm_.
 """
+import math
 import csv
 import os
 import subprocess
@@ -24,6 +27,9 @@ from onnx import numpy_helper
 partita, kind, name, work, tp = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 dp = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 micro = int(sys.argv[7]) if len(sys.argv) > 7 else 1
+schedule = sys.argv[8] if len(sys.argv) > 8 else "constant"
+warmup = int(sys.argv[9]) if len(sys.argv) > 9 else 0
+clip = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
@@ -54,6 +60,18 @@ def batch(step):
 
 model = em.make(kind)
 opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=WD)
+
+
+def lr_factor(k):
+    if k < warmup:
+        return (k + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    p = (k - warmup) / (STEPS - warmup)
+    return 1.0 - p if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * p))
+
+
+sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
 initial = {n: p.detach().numpy().copy() for n, p in model.named_parameters()}
 max_grad = {n: 0.0 for n in initial}
 torch_losses = []
@@ -65,7 +83,12 @@ for step in range(1, STEPS + 1):
     loss.backward()
     for n, p in model.named_parameters():
         max_grad[n] = max(max_grad[n], float(p.grad.abs().max()))
+    if clip > 0:
+        norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip))
+        print(f"step {step}: gradient norm {norm:.4f} (clipped to {clip})" if norm > clip else
+              f"step {step}: gradient norm {norm:.4f} (not clipped)")
     opt.step()
+    sched.step()
     torch_losses.append(loss.item())
 
 compiled, res = os.path.join(work, f"tp{tp}"), os.path.join(work, f"res{tp}")
@@ -75,6 +98,7 @@ subprocess.run([partita, "compile", os.path.join(root, "models", "fixtures", nam
 subprocess.run([partita, "launch", "-n", str(tp * dp), compiled, "--steps", str(STEPS), "--data",
                 os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
                 "--seed", str(SEED), "--micro-batches", str(micro), "--bucket-mb", "0.01", "--threads", "1",
+                "--lr-schedule", schedule, "--warmup-steps", str(warmup), "--clip-grad-norm", str(clip),
                 "--output-dir", res], check=True)
 
 passed = failed = 0
