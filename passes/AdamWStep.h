@@ -1,8 +1,8 @@
 //===- AdamWStep.h - the optimizer step as a graph ------------------------===//
 //
-// torch.optim.AdamW on one rank's parameter shards, as an elementwise program
-// (every op runs locally on a shard, so the same graph serves any tensor-
-// parallel layout):
+// torch.optim.AdamW on one rank's parameter shards, one partita.AdamW node per
+// parameter (elementwise, so the same graph serves any tensor-parallel
+// layout; compiler/ops/OptimizerOps.cpp defines it):
 //   p ← p·(1 − lr·wd);  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
 //   p ← p − (lr / bc1) · m / (√v / √bc2 + ε)      bc1 = 1−β1ᵗ, bc2 = 1−β2ᵗ
 // Inputs: lr, bc1, bc2 (scalars the host computes per step, so schedules stay

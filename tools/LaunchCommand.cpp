@@ -318,8 +318,10 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       lossSum += *static_cast<const float *>((*outs)[0].data);
       for (size_t i = 0; i < params.size(); ++i) {
         const rt::TensorView &g = (*outs)[gradIndex[i]];
-        if (micro == 0) {
-          grads[i] = hostTensor(g.dtype, g.shape, g.data);
+        if (micro == 0) { // buffers allocated once: fresh pages every step cost more than the copy
+          if (grads[i].byteSize() != g.bytes())
+            grads[i] = Tensor::zeros(g.dtype, g.shape);
+          std::memcpy(const_cast<uint8_t *>(grads[i].data()), g.data, g.bytes());
           continue;
         }
         float *acc = reinterpret_cast<float *>(const_cast<uint8_t *>(grads[i].data()));
@@ -407,8 +409,8 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     for (size_t i = 0; i < params.size(); ++i) {
       const rt::TensorView &p = (*updated)[3 * i], &m = (*updated)[3 * i + 1], &v = (*updated)[3 * i + 2];
       device.copyOnDevice(params[i]->data, p.data, p.bytes());
-      moments1[i] = hostTensor(m.dtype, m.shape, m.data);
-      moments2[i] = hostTensor(v.dtype, v.shape, v.data);
+      std::memcpy(const_cast<uint8_t *>(moments1[i].data()), m.data, m.bytes());
+      std::memcpy(const_cast<uint8_t *>(moments2[i].data()), v.data, v.bytes());
     }
     (*fwd)->weightsChanged();
     if (rank == 0) {

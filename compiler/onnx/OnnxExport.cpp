@@ -140,12 +140,12 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     auto *p = m.add_opset_import();
     p->set_domain("partita");
     p->set_version(1);
-    // Compute ops get ONNX function bodies; collectives stay custom ops that
-    // Partita's runtime implements.
+    // Compute ops get ONNX function bodies; collectives and the fused
+    // optimizer update stay custom ops that Partita's runtime implements.
     for (const auto &op : partitaOps) {
       if (op == "Linear" || op == "Gelu" || op == "FastGelu")
         addFunction(m, op, opset);
-      else if (op != "AllReduce" && op != "AllGather" && op != "ReduceScatter")
+      else if (op != "AllReduce" && op != "AllGather" && op != "ReduceScatter" && op != "AdamW")
         return fail(path, "partita." + op + " cannot be exported (lower it first)");
     }
   }

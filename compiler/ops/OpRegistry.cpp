@@ -19,6 +19,7 @@ const OpRegistry &OpRegistry::get() {
     registerCommOps(r);
     registerEinsumOp(r);
     registerConvOp(r);
+    registerOptimizerOps(r);
     return r;
   }();
   return registry;

@@ -59,6 +59,7 @@ void registerNNOps(OpRegistry &r);
 void registerCommOps(OpRegistry &r);
 void registerEinsumOp(OpRegistry &r);
 void registerConvOp(OpRegistry &r);
+void registerOptimizerOps(OpRegistry &r);
 
 /// Runs inference for `n` given its inputs' types and known values; writes the
 /// result types into its outputs. Unknown op, arity or shape errors name the node.

@@ -1,11 +1,23 @@
 //===- CpuDevice.cpp ------------------------------------------------------===//
 #include "runtime/core/Device.h"
 #include <cstdlib>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 #include <cstring>
 
 namespace partita::rt {
 
 const char *deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "cuda"; }
+
+CpuDevice::CpuDevice() {
+#if defined(__SSE__)
+  auto ftz = [] { _mm_setcsr(_mm_getcsr() | 0x8040); }; // FTZ | DAZ
+  ftz();
+#pragma omp parallel
+  ftz();
+#endif
+}
 
 void *CpuDevice::allocate(size_t bytes) {
   size_t rounded = (bytes + alignment() - 1) / alignment() * alignment();

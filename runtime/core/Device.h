@@ -34,6 +34,10 @@ public:
 /// The host CPU; kernels run on the calling thread plus an OpenMP team.
 class CpuDevice final : public Device {
 public:
+  /// Sets flush-to-zero / denormals-are-zero on this thread and the OpenMP
+  /// team: float denormals (e.g. softmax probabilities of very unlikely
+  /// tokens in a backward pass) otherwise slow GEMMs down a hundredfold.
+  CpuDevice();
   DeviceKind kind() const override { return DeviceKind::CPU; }
   std::string name() const override { return "cpu"; }
   void *allocate(size_t bytes) override;

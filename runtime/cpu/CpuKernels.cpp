@@ -11,6 +11,8 @@ void registerCpuKernels(KernelRegistry &r) {
   cpu::registerNormKernels(r);
   cpu::registerMovementKernels(r);
   cpu::registerCollectiveKernels(r);
+  cpu::registerReduceKernels(r);
+  cpu::registerOptimizerKernels(r);
 }
 
 namespace cpu {

@@ -10,6 +10,8 @@ void registerElementwiseKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerMovementKernels(KernelRegistry &r);
 void registerCollectiveKernels(KernelRegistry &r);
+void registerReduceKernels(KernelRegistry &r);
+void registerOptimizerKernels(KernelRegistry &r);
 
 /// The reference kernel for `node` (compile-time evaluator on host tensors,
 /// computing in double): correct for every dtype, slow. Fast kernels hand

@@ -1,6 +1,7 @@
 //===- ElementwiseKernels.cpp - f32 unary, binary, Where, GELU ------------===//
 #include "compiler/ops/Broadcast.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Parallel.h"
 #include <cmath>
 
@@ -40,7 +41,7 @@ template <typename F> void addUnary(KernelRegistry &r, llvm::StringRef op, F f) 
 inline float geluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
 inline float geluTanh(float x) {
   float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + std::tanh(u));
+  return 0.5f * x * (1.0f + fastTanh(u));
 }
 
 // ---- binary with broadcasting ------------------------------------------------
@@ -139,15 +140,15 @@ void registerElementwiseKernels(KernelRegistry &r) {
   addUnary(r, "Abs", [](float x) { return std::fabs(x); });
   addUnary(r, "Sqrt", [](float x) { return std::sqrt(x); });
   addUnary(r, "Reciprocal", [](float x) { return 1.0f / x; });
-  addUnary(r, "Exp", [](float x) { return std::exp(x); });
+  addUnary(r, "Exp", [](float x) { return fastExp(x); });
   addUnary(r, "Log", [](float x) { return std::log(x); });
   addUnary(r, "Erf", [](float x) { return std::erf(x); });
-  addUnary(r, "Tanh", [](float x) { return std::tanh(x); });
+  addUnary(r, "Tanh", [](float x) { return fastTanh(x); });
   addUnary(r, "Sin", [](float x) { return std::sin(x); });
   addUnary(r, "Cos", [](float x) { return std::cos(x); });
   addUnary(r, "Floor", [](float x) { return std::floor(x); });
   addUnary(r, "Ceil", [](float x) { return std::ceil(x); });
-  addUnary(r, "Sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+  addUnary(r, "Sigmoid", [](float x) { return 1.0f / (1.0f + fastExp(-x)); });
   addUnary(r, "Relu", [](float x) { return x > 0.0f ? x : 0.0f; });
   addUnary(r, "partita.Gelu", geluErf);
   addUnary(r, "partita.FastGelu", geluTanh);

@@ -1,0 +1,37 @@
+//===- FastMath.h - vectorizable float exp/tanh/erf-free GELU -------------===//
+//
+// libm's expf/tanhf are scalar calls that block vectorization. These are
+// branch-free (Cephes-style range reduction + polynomial, ~2 ulp) so the
+// compiler vectorizes the loops that call them.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace partita::rt::cpu {
+
+inline float fastExp(float x) {
+  x = std::fmin(std::fmax(x, -87.3f), 88.7f);
+  float n = std::nearbyint(x * 1.44269504088896341f); // x / ln 2
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln 2, in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23; // 2^n
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+inline float fastTanh(float x) {
+  float e = fastExp(-2.0f * std::fabs(x)); // in (0, 1]: no overflow
+  float t = (1.0f - e) / (1.0f + e);
+  return std::copysign(t, x);
+}
+
+} // namespace partita::rt::cpu

@@ -1,0 +1,115 @@
+//===- ReduceKernels.cpp - ReduceSum / ReduceMean over any axes (f32) -----===//
+//
+// The reduced dims are walked as [outer, reduced, inner] blocks after
+// permuting nothing: the input is viewed as a row-major array and each output
+// element accumulates (in float64 for accuracy on long reductions) the inputs
+// that map to it.
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Parallel.h"
+
+namespace partita::rt::cpu {
+
+namespace {
+
+class ReduceKernel final : public Kernel {
+public:
+  ReduceKernel(const Shape &in, const std::vector<bool> &reduced, bool mean) : mean_(mean) {
+    // Collapse into alternating kept/reduced runs: out index = sum over kept dims.
+    int64_t rank = static_cast<int64_t>(in.size());
+    std::vector<int64_t> inStrides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      inStrides[d] = inStrides[d + 1] * in[d + 1];
+    int64_t outStride = 1;
+    std::vector<int64_t> outStrides(rank, 0);
+    for (int64_t d = rank - 1; d >= 0; --d)
+      if (!reduced[d]) {
+        outStrides[d] = outStride;
+        outStride *= in[d];
+      }
+    outCount_ = outStride;
+    count_ = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      if (reduced[d])
+        count_ *= in[d];
+    in_ = in;
+    outStrides_ = outStrides;
+    // Fast path: only the trailing dims are reduced (rows of `count_`).
+    trailing_ = true;
+    bool seenReduced = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (reduced[d])
+        seenReduced = true;
+      else if (seenReduced)
+        trailing_ = false;
+    }
+  }
+
+  llvm::Error run(KernelContext &ctx) override {
+    const float *x = ctx.inputs[0].as<float>();
+    float *y = ctx.outputs[0].as<float>();
+    double div = mean_ ? static_cast<double>(count_) : 1.0;
+    if (trailing_) {
+      int64_t len = count_;
+      parallelFor(outCount_, 16, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const float *row = x + o * len;
+          double acc = 0;
+          for (int64_t i = 0; i < len; ++i)
+            acc += row[i];
+          y[o] = static_cast<float>(acc / div);
+        }
+      });
+      return llvm::Error::success();
+    }
+    std::vector<double> acc(static_cast<size_t>(outCount_), 0.0);
+    int64_t n = numElements(in_), rank = static_cast<int64_t>(in_.size()), inner = in_.back();
+    for (int64_t row = 0; row < n / std::max<int64_t>(inner, 1); ++row) {
+      int64_t rem = row, out = 0;
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        out += (rem % in_[d]) * outStrides_[d];
+        rem /= in_[d];
+      }
+      const float *px = x + row * inner;
+      int64_t s = outStrides_[rank - 1];
+      for (int64_t i = 0; i < inner; ++i)
+        acc[out + i * s] += px[i];
+    }
+    for (int64_t o = 0; o < outCount_; ++o)
+      y[o] = static_cast<float>(acc[o] / div);
+    return llvm::Error::success();
+  }
+
+private:
+  bool mean_, trailing_ = false;
+  int64_t outCount_ = 1, count_ = 1;
+  Shape in_;
+  std::vector<int64_t> outStrides_;
+};
+
+llvm::Expected<std::unique_ptr<Kernel>> makeReduce(const Node &n, bool mean) {
+  if (n.input(0)->type().dtype != DType::F32 || n.input(0)->type().rank() == 0)
+    return makeFallbackKernel(n);
+  const Shape &s = n.input(0)->type().shape;
+  std::vector<int64_t> axes = n.intsAttr("axes");
+  if (n.input(1)) {
+    const Tensor *t = constantValue(n.input(1));
+    if (!t)
+      return makeFallbackKernel(n);
+    axes = t->toInts();
+  }
+  std::vector<bool> reduced(s.size(), axes.empty() && !n.intAttr("noop_with_empty_axes", 0));
+  for (int64_t a : axes)
+    reduced[normalizeAxis(a, static_cast<int64_t>(s.size()))] = true;
+  return std::unique_ptr<Kernel>(new ReduceKernel(s, reduced, mean));
+}
+
+} // namespace
+
+void registerReduceKernels(KernelRegistry &r) {
+  r.add("ReduceSum", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, false); });
+  r.add("ReduceMean", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, true); });
+}
+
+} // namespace partita::rt::cpu
