@@ -15,5 +15,7 @@ bool workerSelected();
 int workerMain();
 bool inspectSelected();
 int inspectMain();
+bool mergeSelected();
+int mergeMain();
 
 } // namespace partita

@@ -4,6 +4,7 @@
 //   partita inspect out/ [--rank k]
 //   partita launch -n N out/ --input ids=ids.npy --output-dir res/
 //   partita run model.onnx --input ids=ids.npy --output-dir res/ [--threads N]
+//   partita merge model.onnx compiled/ trained/ -o trained.onnx
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/pass/PassManager.h"
@@ -26,6 +27,8 @@ int main(int argc, char **argv) {
     return workerMain();
   if (inspectSelected())
     return inspectMain();
-  llvm::errs() << "partita: error: give a subcommand: compile, inspect, launch or run (partita --help)\n";
+  if (mergeSelected())
+    return mergeMain();
+  llvm::errs() << "partita: error: give a subcommand: compile, inspect, launch, run or merge (partita --help)\n";
   return 1;
 }

@@ -111,16 +111,20 @@ for step, (a, b) in enumerate(zip(ours, torch_losses), 1):
     print(f"{'PASS' if ok else 'FAIL'} step {step}: loss partita {a:.6f} torch {b:.6f} (relative error {err:.1e})")
 
 final = {n: p.detach().numpy() for n, p in model.named_parameters()}
-for init in onnx.load(os.path.join(root, "models", "fixtures", name + ".onnx")).graph.initializer:
+# `partita merge` writes the trained shards back into one ONNX model.
+fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
+merged = os.path.join(work, f"merged{tp}.onnx")
+subprocess.run([partita, "merge", fixture, compiled, res, "-o", merged], check=True, stdout=subprocess.DEVNULL)
+onnx.checker.check_model(onnx.load(merged), full_check=True)
+ids_file = os.path.join(root, "models", "fixtures", name + ".b2.in.ids.npy")
+subprocess.run([partita, "run", merged, f"--input=ids={ids_file}", f"--output-dir={os.path.join(work, 'merged-run')}"],
+               check=True)
+trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(merged).graph.initializer}
+for init in onnx.load(fixture).graph.initializer:
     value = numpy_helper.to_array(init)
-    shards = [os.path.join(res, f"rank{r}", init.name + ".npy") for r in range(tp)]
-    if not os.path.exists(shards[0]):
+    if init.name not in trained or value.dtype != np.float32 or value.size < 2:
         continue
-    parts = [np.load(p) for p in shards]
-    ours = parts[0]
-    if parts[0].shape != value.shape:  # split: concatenate along the dimension that differs
-        dim = next(d for d in range(value.ndim) if parts[0].shape[d] != value.shape[d])
-        ours = np.concatenate(parts, axis=dim)
+    ours = trained[init.name]
     want, pname = None, None
     for n, p0 in initial.items():
         if p0.shape == value.shape and np.array_equal(p0, value):
