@@ -58,6 +58,10 @@ static cl::opt<double> launchMinLr("min-lr-ratio", cl::desc("Final learning rate
                                    cl::init(0.0), cl::sub(launchCmd));
 static cl::opt<double> launchClip("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
                                   cl::init(0.0), cl::sub(launchCmd));
+static cl::opt<bool> launchSkipNonfinite("skip-nonfinite",
+                                         cl::desc("Skip the update of a step whose loss or gradient norm is not "
+                                                  "finite (default: stop)"),
+                                         cl::init(false), cl::sub(launchCmd));
 static cl::opt<double> launchBucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0),
                                       cl::sub(launchCmd));
 static cl::opt<int> launchRepeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
@@ -82,6 +86,8 @@ static cl::opt<std::string> workerSchedule("lr-schedule", cl::desc("Schedule"), 
 static cl::opt<int> workerWarmup("warmup-steps", cl::desc("Warmup"), cl::init(0), cl::sub(workerCmd));
 static cl::opt<double> workerMinLr("min-lr-ratio", cl::desc("Min lr ratio"), cl::init(0.0), cl::sub(workerCmd));
 static cl::opt<double> workerClip("clip-grad-norm", cl::desc("Clip"), cl::init(0.0), cl::sub(workerCmd));
+static cl::opt<bool> workerSkipNonfinite("skip-nonfinite", cl::desc("Skip non-finite steps"), cl::init(false),
+                                         cl::sub(workerCmd));
 static cl::opt<double> workerBucketMb("bucket-mb", cl::desc("Bucket size (MB)"), cl::init(25.0), cl::sub(workerCmd));
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
@@ -163,7 +169,8 @@ int launchMain(const char *argv0) {
                           "--lr-schedule=" + launchSchedule.getValue(),
                           "--warmup-steps=" + std::to_string(launchWarmup),
                           "--min-lr-ratio=" + std::to_string(launchMinLr),
-                          "--clip-grad-norm=" + std::to_string(launchClip)})
+                          "--clip-grad-norm=" + std::to_string(launchClip),
+                          std::string(launchSkipNonfinite ? "--skip-nonfinite" : "--skip-nonfinite=false")})
       args.push_back(a);
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
@@ -377,16 +384,28 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
           return err;
       double norm = std::sqrt(shardedSq + replicatedSq);
       float coef = static_cast<float>(std::min(1.0, workerClip / (norm + 1e-6)));
-      if (!std::isfinite(norm))
-        return fail("step " + llvm::Twine(s) + ": the gradient norm is not finite; stopping");
+      if (!std::isfinite(norm)) {
+        if (!workerSkipNonfinite)
+          return fail("step " + llvm::Twine(s) + ": the gradient norm is not finite; stopping");
+        if (rank == 0)
+          llvm::outs() << "step " << s << "/" << workerSteps << ": gradient norm not finite, update skipped\n";
+        continue;
+      }
       for (Tensor &g : grads) {
         float *p = reinterpret_cast<float *>(const_cast<uint8_t *>(g.data()));
         for (int64_t k = 0; k < g.numel(); ++k)
           p[k] *= coef;
       }
     }
-    if (!std::isfinite(loss))
-      return fail("step " + llvm::Twine(s) + ": the loss is not finite (" + std::to_string(loss) + "); stopping");
+    if (!std::isfinite(loss)) {
+      if (!workerSkipNonfinite)
+        return fail("step " + llvm::Twine(s) + ": the loss is not finite (" + std::to_string(loss) +
+                    "); stopping (--skip-nonfinite skips such steps)");
+      if (rank == 0)
+        llvm::outs() << "step " << s << "/" << workerSteps << "  loss " << std::to_string(loss)
+                     << ": not finite, update skipped\n";
+      continue;
+    }
     // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
     float lr = static_cast<float>(workerLr * lrFactor(s - 1));
     float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
