@@ -298,12 +298,39 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     gradIndex.push_back(g->second);
   }
   std::vector<Tensor> grads(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    grads[i] = Tensor::zeros(params[i]->dtype, params[i]->shape);
+  // Gradient buckets of about --bucket-mb (DDP-style), in output order: each
+  // bucket's all-reduce over dp starts as soon as its last gradient is computed
+  // in the final micro-batch's backward pass, while the rest of it runs.
+  std::vector<size_t> bucketOf(params.size()), bucketOffset(params.size());
+  std::vector<std::vector<float>> buckets;
+  {
+    size_t limit = static_cast<size_t>(std::max(1.0, workerBucketMb * 1e6));
+    for (size_t i = 0; i < params.size(); ++i) {
+      size_t bytes = grads[i].byteSize();
+      if (buckets.empty() || (!buckets.back().empty() && buckets.back().size() * 4 + bytes > limit))
+        buckets.emplace_back();
+      bucketOf[i] = buckets.size() - 1;
+      bucketOffset[i] = buckets.back().size();
+      buckets.back().resize(buckets.back().size() + grads[i].numel());
+    }
+  }
+  std::vector<size_t> paramOfOutput((*fwd)->outputNames().size(), SIZE_MAX);
+  for (size_t i = 0; i < params.size(); ++i)
+    paramOfOutput[gradIndex[i]] = i;
+  bool reduceOverDp = dpGroup && dpSize > 1;
   auto start = std::chrono::steady_clock::now();
   for (int s = 1; s <= workerSteps; ++s) {
     auto stepStart = std::chrono::steady_clock::now();
     // Global batch of a step: dp x micro-batches x B sequences; this replica
     // takes its dp block, micro-batch by micro-batch.
     double lossSum = 0;
+    std::vector<size_t> pending(buckets.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      ++pending[bucketOf[i]];
+    std::vector<int> handles(buckets.size(), -1);
+    llvm::Error asyncError = llvm::Error::success();
     for (int64_t micro = 0; micro < M; ++micro) {
       std::vector<int64_t> ids(B * T), labels(B * T);
       for (int64_t b = 0; b < B; ++b) {
@@ -319,48 +346,54 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       llvm::StringMap<rt::TensorView> feeds;
       feeds["ids"] = viewOf(idsT);
       feeds["labels"] = viewOf(labelsT);
-      auto outs = (*fwd)->run(feeds);
-      if (!outs)
-        return outs.takeError();
-      lossSum += *static_cast<const float *>((*outs)[0].data);
-      for (size_t i = 0; i < params.size(); ++i) {
-        const rt::TensorView &g = (*outs)[gradIndex[i]];
-        if (micro == 0) { // buffers allocated once: fresh pages every step cost more than the copy
-          if (grads[i].byteSize() != g.bytes())
-            grads[i] = Tensor::zeros(g.dtype, g.shape);
-          std::memcpy(const_cast<uint8_t *>(grads[i].data()), g.data, g.bytes());
-          continue;
-        }
+      bool last = micro + 1 == M;
+      // Accumulate each gradient as it is produced; in the last micro-batch
+      // also pack it into its bucket and start the bucket's all-reduce.
+      (*fwd)->setOutputReadyCallback([&](size_t index, const rt::TensorView &g) {
+        size_t i = index < paramOfOutput.size() ? paramOfOutput[index] : SIZE_MAX;
+        if (i == SIZE_MAX)
+          return;
         float *acc = reinterpret_cast<float *>(const_cast<uint8_t *>(grads[i].data()));
         const float *add = static_cast<const float *>(g.data);
-        for (int64_t k = 0; k < g.numel(); ++k)
-          acc[k] += add[k];
-      }
+        if (micro == 0)
+          std::memcpy(acc, add, g.bytes());
+        else
+          for (int64_t k = 0; k < g.numel(); ++k)
+            acc[k] += add[k];
+        if (!last || !reduceOverDp)
+          return;
+        size_t b = bucketOf[i];
+        std::memcpy(buckets[b].data() + bucketOffset[i], acc, g.bytes());
+        if (--pending[b] == 0 && !asyncError) {
+          auto h = dpGroup->startAllReduce(buckets[b].data(), buckets[b].size(), DType::F32);
+          if (!h)
+            asyncError = h.takeError();
+          else
+            handles[b] = *h;
+        }
+      });
+      auto outs = (*fwd)->run(feeds);
+      (*fwd)->setOutputReadyCallback(nullptr);
+      if (!outs)
+        return outs.takeError();
+      if (asyncError)
+        return std::move(asyncError);
+      lossSum += *static_cast<const float *>((*outs)[0].data);
     }
-    // Average over micro-batches and replicas: all-reduce the gradients in
-    // buckets of about --bucket-mb over the dp group.
     float loss = static_cast<float>(lossSum / M);
-    if (dpGroup && dpSize > 1) {
+    if (reduceOverDp) {
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        if (handles[b] < 0)
+          return fail("gradient bucket " + llvm::Twine(b) + " was never complete");
+        if (auto err = dpGroup->wait(handles[b]))
+          return err;
+      }
+      for (size_t i = 0; i < params.size(); ++i)
+        std::memcpy(const_cast<uint8_t *>(grads[i].data()), buckets[bucketOf[i]].data() + bucketOffset[i],
+                    grads[i].byteSize());
       if (auto err = dpGroup->allReduce(&loss, 1, DType::F32))
         return err;
       loss /= static_cast<float>(dpSize);
-      size_t bucketBytes = static_cast<size_t>(std::max(1.0, workerBucketMb * 1e6)), i = 0;
-      std::vector<float> bucket;
-      while (i < grads.size()) {
-        size_t first = i;
-        bucket.clear();
-        for (; i < grads.size() && (bucket.empty() || bucket.size() * 4 + grads[i].byteSize() <= bucketBytes); ++i) {
-          const float *g = reinterpret_cast<const float *>(grads[i].data());
-          bucket.insert(bucket.end(), g, g + grads[i].numel());
-        }
-        if (auto err = dpGroup->allReduce(bucket.data(), bucket.size(), DType::F32))
-          return err;
-        size_t off = 0;
-        for (size_t j = first; j < i; ++j) {
-          std::memcpy(const_cast<uint8_t *>(grads[j].data()), bucket.data() + off, grads[j].byteSize());
-          off += grads[j].numel();
-        }
-      }
     }
     float scale = 1.0f / static_cast<float>(M * dpSize);
     for (Tensor &g : grads) {

@@ -29,6 +29,9 @@ public:
   virtual llvm::Error send(const void *buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual llvm::Error recv(void *buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual llvm::Error barrier() = 0;
+  /// Non-blocking in-place sum: returns a handle for wait().
+  virtual llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) = 0;
+  virtual llvm::Error wait(int handle) = 0;
 };
 
 /// Communicators a program's collectives use, by mesh axis name.
@@ -57,8 +60,11 @@ public:
   llvm::Error send(const void *buf, size_t count, DType dtype, int peer, int tag) override;
   llvm::Error recv(void *buf, size_t count, DType dtype, int peer, int tag) override;
   llvm::Error barrier() override;
+  llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) override;
+  llvm::Error wait(int handle) override;
 
 private:
+  std::vector<void *> requests_; // MPI_Request per handle, kept opaque
   MpiCommunicator(void *comm, bool owned);
   void *comm_; // MPI_Comm, kept opaque so mpi.h stays out of the interface
   bool owned_;

@@ -105,4 +105,26 @@ llvm::Error MpiCommunicator::recv(void *buf, size_t count, DType dtype, int peer
 
 llvm::Error MpiCommunicator::barrier() { return check(MPI_Barrier(asComm(comm_)), "MPI_Barrier"); }
 
+llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DType dtype) {
+  auto t = mpiType(dtype);
+  if (!t)
+    return t.takeError();
+  auto *req = new MPI_Request;
+  if (auto err = check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, MPI_SUM, asComm(comm_), req),
+                       "MPI_Iallreduce")) {
+    delete req;
+    return std::move(err);
+  }
+  requests_.push_back(req);
+  return static_cast<int>(requests_.size() - 1);
+}
+
+llvm::Error MpiCommunicator::wait(int handle) {
+  auto *req = static_cast<MPI_Request *>(requests_.at(handle));
+  llvm::Error err = check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait");
+  delete req;
+  requests_[handle] = nullptr;
+  return err;
+}
+
 } // namespace partita::rt

@@ -157,8 +157,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     if (!p->arena_)
       return loadError("out of device memory allocating a " + llvm::Twine(plan.arenaBytes) + "-byte arena");
   }
-  for (const Value *out : g.outputs())
+  p->outputsOfSlot_.resize(p->slots_.size());
+  for (const Value *out : g.outputs()) {
+    p->outputsOfSlot_[slotOf.lookup(out)].push_back(p->outputSlots_.size());
     p->outputSlots_.push_back(slotOf.lookup(out));
+  }
   return std::move(p);
 }
 
@@ -218,6 +221,10 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return std::move(err);
+    if (onOutput_)
+      for (size_t k = 0; k < step.outputs.size(); ++k)
+        for (size_t index : outputsOfSlot_[step.outputs[k]])
+          onOutput_(index, outs[k]);
     if (profiling_) {
       device_.synchronize();
       auto &entry = profile_[step.node->qualifiedOp()];

@@ -12,6 +12,7 @@
 #include "runtime/executor/MemoryPlanner.h"
 #include "runtime/kernels/Kernel.h"
 #include "llvm/ADT/StringMap.h"
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -57,6 +58,10 @@ public:
   /// they derived from the old values (e.g. reordered GEMM weights).
   void weightsChanged() { ++weightsVersion_; }
 
+  /// Called during run() as soon as graph output `index` is computed (e.g. to
+  /// start a gradient all-reduce while the backward pass goes on).
+  void setOutputReadyCallback(std::function<void(size_t index, const TensorView &)> cb) { onOutput_ = std::move(cb); }
+
   /// When on, run() accumulates wall time per op type (qualified name).
   void setProfiling(bool on) { profiling_ = on; }
   const std::map<std::string, std::pair<double, int>> &profile() const { return profile_; }
@@ -96,6 +101,8 @@ private:
   std::vector<int> outputSlots_;
   ProgramStats stats_;
   bool profiling_ = false;
+  std::function<void(size_t, const TensorView &)> onOutput_;
+  std::vector<std::vector<size_t>> outputsOfSlot_; // slot id -> graph output indices
   std::map<std::string, std::pair<double, int>> profile_; // op -> (ms, calls)
 };
 
