@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <unistd.h>
 #include "tools/Commands.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
@@ -469,8 +470,16 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
       double tps = static_cast<double>(B * T * M * dpSize) / std::max(secs, 1e-9);
-      llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, workerSteps.getValue(), loss,
-                                   tps, elapsed);
+      if (isatty(fileno(stdout))) { // a terminal gets a progress bar redrawn in place
+        int width = 30, done = static_cast<int>(width * s / std::max(1, workerSteps.getValue()));
+        llvm::outs() << "\r[" << std::string(done, '#') << std::string(width - done, ' ') << "] "
+                     << llvm::format("step %d/%d  loss %.4f  %.0f tokens/s  %.1f s", s, workerSteps.getValue(), loss,
+                                     tps, elapsed)
+                     << (s == workerSteps ? "\n" : "");
+      } else {
+        llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, workerSteps.getValue(),
+                                     loss, tps, elapsed);
+      }
       llvm::outs().flush();
       *csv << s << "," << llvm::format("%.8f", loss) << "," << llvm::format("%.1f", tps) << ","
            << llvm::format("%.3f", elapsed) << "\n";
