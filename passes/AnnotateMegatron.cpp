@@ -38,15 +38,6 @@ namespace {
 
 constexpr const char *kAxis = "tp";
 
-/// The 2-D Weight a projection multiplies by (operand 1), or nullptr.
-Node *projectionWeight(const Node *n) {
-  // (also used on const nodes by the coverage walk)
-  if (!(n->is("Linear", "partita") || n->is("MatMul")))
-    return nullptr;
-  Node *w = n->input(1) ? n->input(1)->definingNode() : nullptr;
-  return w && w->is("Weight") && w->output()->type().rank() == 2 ? w : nullptr;
-}
-
 /// Backward search from a row-parallel candidate's input.
 struct PairSearch {
   int64_t parts;

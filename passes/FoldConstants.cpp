@@ -98,10 +98,7 @@ private:
           b += in[axis];
         start[axis] = std::clamp<int64_t>(b, 0, in[axis]);
       }
-      std::string name = base + "[";
-      for (size_t d = 0; d < in.size(); ++d)
-        name += (d ? "," : "") + std::to_string(start[d]) + ":" + std::to_string(start[d] + out[d]);
-      return getOrCreateWeight(g, name + "]", ref->view(start, out));
+      return getOrCreateWeight(g, weightViewName(base, start, out), ref->view(start, out));
     }
     return nullptr;
   }

@@ -48,6 +48,13 @@ Value *operandBesideScalar(const Node *n, double c, double relTol) {
   return nullptr;
 }
 
+Node *projectionWeight(const Node *n) {
+  if (!(n->is("Linear", "partita") || n->is("MatMul")))
+    return nullptr;
+  Node *w = n->input(1) ? n->input(1)->definingNode() : nullptr;
+  return w && w->is("Weight") && w->output()->type().rank() == 2 ? w : nullptr;
+}
+
 bool onlyUsedBy(const Graph &g, const Value *v, std::initializer_list<const Node *> allowed) {
   if (g.isGraphOutput(v))
     return false;

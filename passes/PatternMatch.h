@@ -27,6 +27,9 @@ Value *otherOperand(const Node *n, const Value *known);
 /// For a commutative binary node: when one operand is a scalar constant equal
 /// to `c`, returns the other operand.
 Value *operandBesideScalar(const Node *n, double c, double relTol = 1e-5);
+/// The 2-D Weight a projection (partita.Linear or MatMul) multiplies by
+/// (operand 1), or nullptr.
+Node *projectionWeight(const Node *n);
 /// True when every user of `v` is one of `allowed`.
 bool onlyUsedBy(const Graph &g, const Value *v, std::initializer_list<const Node *> allowed);
 

@@ -21,20 +21,9 @@ namespace partita {
 
 namespace {
 
-Node *projectionWeight(const Node *n) {
-  if (!(n->is("Linear", "partita") || n->is("MatMul")))
-    return nullptr;
-  Node *w = n->input(1) ? n->input(1)->definingNode() : nullptr;
-  return w && w->is("Weight") && w->output()->type().rank() == 2 ? w : nullptr;
-}
-
 Value *weightView(Graph &g, Node *weight, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) {
   std::string base = weight->stringAttr("name", "");
-  std::string name = base + "[";
-  for (size_t d = 0; d < start.size(); ++d)
-    name += (d ? "," : "") + std::to_string(start[d]) + ":" + std::to_string(start[d] + size[d]);
-  name += "]";
-  return getOrCreateWeight(g, name, g.weights.find(base)->view(start, size));
+  return getOrCreateWeight(g, weightViewName(base, start, size), g.weights.find(base)->view(start, size));
 }
 
 /// The [begin, end) of the last axis a unit-step Slice keeps, or nullopt.

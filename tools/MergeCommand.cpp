@@ -70,25 +70,6 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, const std::string &
   return Tensor(parts[0].dtype(), full, std::move(bytes));
 }
 
-/// "W[0:32,32:64]" -> ("W", starts {0, 32}, sizes {32, 32}).
-static bool parseView(llvm::StringRef name, std::string &base, Shape &start, Shape &size) {
-  if (!name.endswith("]") || !name.contains('['))
-    return false;
-  size_t open = name.rfind('[');
-  base = name.take_front(open).str();
-  llvm::SmallVector<llvm::StringRef, 4> dims;
-  name.drop_front(open + 1).drop_back().split(dims, ',');
-  for (auto d : dims) {
-    auto [a, b] = d.split(':');
-    int64_t lo, hi;
-    if (a.getAsInteger(10, lo) || b.getAsInteger(10, hi) || hi < lo)
-      return false;
-    start.push_back(lo);
-    size.push_back(hi - lo);
-  }
-  return true;
-}
-
 static llvm::Error merge() {
   llvm::SmallString<256> planPath(mergePlan);
   llvm::sys::path::append(planPath, "plan.json");
@@ -121,7 +102,7 @@ static llvm::Error merge() {
   for (const std::string &name : plan->params) {
     std::string base;
     Shape start, size;
-    bool view = parseView(name, base, start, size);
+    bool view = parseWeightViewName(name, base, start, size);
     auto target = current(view ? base : name);
     if (!target)
       return fail("parameter '" + name + "': " + llvm::toString(target.takeError()));

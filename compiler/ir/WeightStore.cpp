@@ -10,6 +10,31 @@ const WeightRef *WeightStore::find(llvm::StringRef name) const {
   return it == refs_.end() ? nullptr : &it->second;
 }
 
+std::string weightViewName(llvm::StringRef base, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) {
+  std::string name = base.str() + "[";
+  for (size_t d = 0; d < start.size(); ++d)
+    name += (d ? "," : "") + std::to_string(start[d]) + ":" + std::to_string(start[d] + size[d]);
+  return name + "]";
+}
+
+bool parseWeightViewName(llvm::StringRef name, std::string &base, Shape &start, Shape &size) {
+  if (!name.endswith("]") || !name.contains('['))
+    return false;
+  size_t open = name.rfind('[');
+  base = name.take_front(open).str();
+  llvm::SmallVector<llvm::StringRef, 4> dims;
+  name.drop_front(open + 1).drop_back().split(dims, ',');
+  for (auto d : dims) {
+    auto [a, b] = d.split(':');
+    int64_t lo, hi;
+    if (a.getAsInteger(10, lo) || b.getAsInteger(10, hi) || hi < lo)
+      return false;
+    start.push_back(lo);
+    size.push_back(hi - lo);
+  }
+  return true;
+}
+
 WeightRef WeightRef::transposed(llvm::ArrayRef<int64_t> p) const {
   WeightRef t = *this;
   if (t.storedShape.empty())

@@ -37,6 +37,13 @@ struct WeightRef {
   WeightRef transposed(llvm::ArrayRef<int64_t> perm) const;
 };
 
+/// The stored name of a view of weight `base`: "base[a:b,c:d]" (numpy slice
+/// bounds per dim). `partita merge` parses it back to write trained pieces
+/// into their weight.
+std::string weightViewName(llvm::StringRef base, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size);
+/// Inverse of weightViewName; false when `name` is not a view name.
+bool parseWeightViewName(llvm::StringRef name, std::string &base, Shape &start, Shape &size);
+
 class WeightStore {
 public:
   void add(const std::string &name, WeightRef ref) { refs_[name] = std::move(ref); }

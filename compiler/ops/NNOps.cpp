@@ -70,8 +70,7 @@ llvm::Error inferGemm(const InferContext &c, std::vector<TensorType> &o) {
 }
 
 llvm::Error inferAxisOp(const InferContext &c, std::vector<TensorType> &o) {
-  int64_t dflt = c.node.is("LayerNormalization") ? -1 : -1;
-  if (normalizeAxis(c.node.intAttr("axis", dflt), c.type(0).rank()) < 0)
+  if (normalizeAxis(c.node.intAttr("axis", -1), c.type(0).rank()) < 0)
     return c.error("axis out of range for rank " + llvm::Twine(c.type(0).rank()));
   o.push_back(c.type(0));
   return llvm::Error::success();

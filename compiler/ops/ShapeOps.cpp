@@ -175,7 +175,6 @@ llvm::Error inferGather(const InferContext &c, std::vector<TensorType> &o) {
 Result evalGather(const Node &n, llvm::ArrayRef<Tensor> in) {
   const Shape &data = in[0].shape();
   int64_t axis = normalizeAxis(n.intAttr("axis", 0), static_cast<int64_t>(data.size()));
-  int64_t outer = numElements(llvm::ArrayRef<int64_t>(data).take_front(axis));
   int64_t inner = numElements(llvm::ArrayRef<int64_t>(data).drop_front(axis + 1));
   int64_t count = in[1].numel(), dim = data[axis];
   Shape out(data.begin(), data.begin() + axis);
@@ -196,7 +195,6 @@ Result evalGather(const Node &n, llvm::ArrayRef<Tensor> in) {
       j += dim;
     return (o * dim + j) * inner + r;
   })};
-  (void)outer;
 }
 
 // ---- Transpose -------------------------------------------------------------
@@ -388,7 +386,6 @@ Result evalSplit(const Node &n, llvm::ArrayRef<Tensor> in) {
   if (sizes.empty())
     sizes.assign(n.numOutputs(), s[axis] / static_cast<int64_t>(n.numOutputs()));
   int64_t inner = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis + 1));
-  int64_t outer = numElements(llvm::ArrayRef<int64_t>(s).take_front(axis));
   std::vector<Tensor> outs;
   int64_t offset = 0;
   for (int64_t len : sizes) {
@@ -396,7 +393,6 @@ Result evalSplit(const Node &n, llvm::ArrayRef<Tensor> in) {
     os[axis] = len;
     outs.push_back(remap(in[0], os, [&](int64_t i) {
       int64_t r = i % inner, rest = i / inner, k = rest % len, o = rest / len;
-      (void)outer;
       return (o * s[axis] + offset + k) * inner + r;
     }));
     offset += len;

@@ -16,10 +16,8 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 import torch
 import torch.nn.functional as F
-from onnx import numpy_helper
 
 opt, partita, kind, name, work = sys.argv[1:6]
 tp = int(sys.argv[6]) if len(sys.argv) > 6 else 0
@@ -27,6 +25,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
+from torch_params import match_initializers  # noqa: E402
 
 fixtures = os.path.join(root, "models", "fixtures")
 os.makedirs(work, exist_ok=True)
@@ -63,20 +62,12 @@ print(f"loss: partita {ours:.7f} torch {loss.item():.7f} relative error {err:.1e
 failures += err > 1e-5
 
 checked = 0
-for init in onnx.load(os.path.join(fixtures, name + ".onnx")).graph.initializer:
-    value = numpy_helper.to_array(init)
-    if value.dtype != np.float32 or value.size < 2:
+initial = {n: p for n, (p, g) in params.items()}
+for init_name, pname, transposed in match_initializers(os.path.join(fixtures, name + ".onnx"), initial):
+    path = os.path.join(out, f"grad.{init_name}.npy")
+    if not os.path.exists(path):
         continue
-    match = None
-    for pname, (p, g) in params.items():
-        if p.shape == value.shape and np.array_equal(p, value):
-            match = (pname, g)
-        elif p.ndim == 2 and p.T.shape == value.shape and np.array_equal(p.T, value):
-            match = (pname + ".T", g.T)
-    path = os.path.join(out, f"grad.{init.name}.npy")
-    if match is None or not os.path.exists(path):
-        continue
-    got, want = np.load(path), match[1]
+    got, want = np.load(path), params[pname][1].T if transposed else params[pname][1]
     # The key bias has an exactly zero gradient (softmax ignores a per-query
     # constant); both sides then hold rounding noise, so errors are relative
     # to the gradient's scale with a floor of 1e-5.
@@ -84,7 +75,7 @@ for init in onnx.load(os.path.join(fixtures, name + ".onnx")).graph.initializer:
     checked += 1
     if rel > 1e-4:
         failures += 1
-        print(f"FAIL grad {init.name} ({match[0]}): relative error {rel:.1e}")
+        print(f"FAIL grad {init_name} ({pname}): relative error {rel:.1e}")
 print(f"gradients checked against torch: {checked}, failures: {failures}")
 assert checked >= 10, "too few parameters matched"
 print(f"check_gradients: {checked + 1 - failures} passed, {failures} failed")

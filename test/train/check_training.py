@@ -33,6 +33,7 @@ clip = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
+from torch_params import match_initializers  # noqa: E402
 
 STEPS, B, T, LR, WD, SEED = 10, 2, 16, 1e-2, 0.01, 3
 os.makedirs(work, exist_ok=True)
@@ -120,28 +121,19 @@ ids_file = os.path.join(root, "models", "fixtures", name + ".b2.in.ids.npy")
 subprocess.run([partita, "run", merged, f"--input=ids={ids_file}", f"--output-dir={os.path.join(work, 'merged-run')}"],
                check=True)
 trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(merged).graph.initializer}
-for init in onnx.load(fixture).graph.initializer:
-    value = numpy_helper.to_array(init)
-    if init.name not in trained or value.dtype != np.float32 or value.size < 2:
+for init_name, pname, transposed in match_initializers(fixture, initial):
+    if init_name not in trained:
         continue
-    ours = trained[init.name]
-    want, pname = None, None
-    for n, p0 in initial.items():
-        if p0.shape == value.shape and np.array_equal(p0, value):
-            want, pname = final[n], n
-        elif p0.ndim == 2 and p0.T.shape == value.shape and np.array_equal(p0.T, value):
-            want, pname = final[n].T, n
-    if want is None:
-        continue
+    ours, want = trained[init_name], final[pname].T if transposed else final[pname]
     if max_grad[pname] < 1e-6:
         # Exactly zero gradient (softmax ignores the key bias): AdamW then
         # normalises rounding noise, on both sides, into full-size steps.
-        print(f"skip {init.name}: its gradient is zero in exact arithmetic (max |g| {max_grad[pname]:.1e})")
+        print(f"skip {init_name}: its gradient is zero in exact arithmetic (max |g| {max_grad[pname]:.1e})")
         continue
     err = np.linalg.norm(ours - want) / np.linalg.norm(want)  # relative Frobenius error
     ok = err <= 1e-4
     passed, failed = passed + ok, failed + (not ok)
     if not ok:
-        print(f"FAIL parameter {init.name}: relative error {err:.1e}")
+        print(f"FAIL parameter {init_name}: relative error {err:.1e}")
 print(f"check_training: {passed} passed, {failed} failed")
 sys.exit(1 if failed or passed < STEPS + 10 else 0)
