@@ -10,7 +10,7 @@ int compileMain();
 bool runSelected();
 int runMain();
 bool launchSelected();
-int launchMain(const char *argv0);
+int launchMain(int argc, char **argv);
 bool workerSelected();
 int workerMain();
 bool inspectSelected();

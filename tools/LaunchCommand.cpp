@@ -36,60 +36,42 @@ namespace cl = llvm::cl;
 namespace partita {
 
 static cl::SubCommand launchCmd("launch", "Run the ranks of a compiled model");
-static cl::opt<int> worldSize("n", cl::desc("Number of ranks"), cl::sub(launchCmd), cl::Required);
-static cl::opt<std::string> launchDir(cl::Positional, cl::desc("<out/>"), cl::sub(launchCmd), cl::Required);
-static cl::list<std::string> launchInputs("input", cl::desc("An input: NAME=FILE.npy"), cl::sub(launchCmd));
-static cl::opt<std::string> launchOutDir("output-dir", cl::desc("Folder for rank 0's outputs"),
-                                         cl::sub(launchCmd), cl::Required);
-static cl::opt<int> launchThreads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
-                                  cl::init(0), cl::sub(launchCmd));
-static cl::opt<int> launchSteps("steps", cl::desc("Training steps (a --train plan)"), cl::init(0), cl::sub(launchCmd));
-static cl::opt<std::string> launchData("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"),
-                                       cl::init(""), cl::sub(launchCmd));
-static cl::opt<int> launchBatch("batch", cl::desc("Sequences per step"), cl::init(0), cl::sub(launchCmd));
-static cl::opt<int> launchSeq("seq", cl::desc("Tokens per sequence"), cl::init(0), cl::sub(launchCmd));
-static cl::opt<double> launchLr("lr", cl::desc("AdamW learning rate"), cl::init(1e-3), cl::sub(launchCmd));
-static cl::opt<int> launchSeed("seed", cl::desc("Seed of the batch sampler"), cl::init(0), cl::sub(launchCmd));
-static cl::opt<int> launchMicro("micro-batches", cl::desc("Micro-batches accumulated per step"), cl::init(1),
-                                cl::sub(launchCmd));
-static cl::opt<std::string> launchSchedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
-                                           cl::init("constant"), cl::sub(launchCmd));
-static cl::opt<int> launchWarmup("warmup-steps", cl::desc("Linear warmup steps"), cl::init(0), cl::sub(launchCmd));
-static cl::opt<double> launchMinLr("min-lr-ratio", cl::desc("Final learning rate / --lr for linear/cosine decay"),
-                                   cl::init(0.0), cl::sub(launchCmd));
-static cl::opt<double> launchClip("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
-                                  cl::init(0.0), cl::sub(launchCmd));
-static cl::opt<bool> launchSkipNonfinite("skip-nonfinite",
-                                         cl::desc("Skip the update of a step whose loss or gradient norm is not "
-                                                  "finite (default: stop)"),
-                                         cl::init(false), cl::sub(launchCmd));
-static cl::opt<double> launchBucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0),
-                                      cl::sub(launchCmd));
-static cl::opt<int> launchRepeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
-                                 cl::init(1), cl::sub(launchCmd));
-
+// The worker is one rank of a launch: it takes the launch's own options (the
+// launcher forwards its command line), declared once for both subcommands.
 static cl::SubCommand workerCmd("worker", "(internal) one rank of a launch");
-static cl::opt<std::string> workerDir(cl::Positional, cl::desc("<out/>"), cl::sub(workerCmd), cl::Required);
-static cl::list<std::string> workerInputs("input", cl::desc("An input: NAME=FILE.npy"), cl::sub(workerCmd));
-static cl::opt<std::string> workerOutDir("output-dir", cl::desc("Folder for rank 0's outputs"), cl::sub(workerCmd),
-                                         cl::Required);
-static cl::opt<int> workerThreads("threads", cl::desc("Threads"), cl::init(1), cl::sub(workerCmd));
-static cl::opt<int> workerRepeat("repeat", cl::desc("Runs"), cl::init(1), cl::sub(workerCmd));
-static cl::opt<int> workerSteps("steps", cl::desc("Training steps"), cl::init(0), cl::sub(workerCmd));
-static cl::opt<std::string> workerData("data", cl::desc("Token ids"), cl::init(""), cl::sub(workerCmd));
-static cl::opt<int> workerBatch("batch", cl::desc("Sequences per step"), cl::init(0), cl::sub(workerCmd));
-static cl::opt<int> workerSeq("seq", cl::desc("Tokens per sequence"), cl::init(0), cl::sub(workerCmd));
-static cl::opt<double> workerLr("lr", cl::desc("Learning rate"), cl::init(1e-3), cl::sub(workerCmd));
-static cl::opt<int> workerSeed("seed", cl::desc("Sampler seed"), cl::init(0), cl::sub(workerCmd));
-static cl::opt<int> workerMicro("micro-batches", cl::desc("Micro-batches"), cl::init(1), cl::sub(workerCmd));
-static cl::opt<std::string> workerSchedule("lr-schedule", cl::desc("Schedule"), cl::init("constant"),
-                                           cl::sub(workerCmd));
-static cl::opt<int> workerWarmup("warmup-steps", cl::desc("Warmup"), cl::init(0), cl::sub(workerCmd));
-static cl::opt<double> workerMinLr("min-lr-ratio", cl::desc("Min lr ratio"), cl::init(0.0), cl::sub(workerCmd));
-static cl::opt<double> workerClip("clip-grad-norm", cl::desc("Clip"), cl::init(0.0), cl::sub(workerCmd));
-static cl::opt<bool> workerSkipNonfinite("skip-nonfinite", cl::desc("Skip non-finite steps"), cl::init(false),
-                                         cl::sub(workerCmd));
-static cl::opt<double> workerBucketMb("bucket-mb", cl::desc("Bucket size (MB)"), cl::init(25.0), cl::sub(workerCmd));
+#define BOTH cl::sub(launchCmd), cl::sub(workerCmd)
+static cl::opt<int> worldSize("n", cl::desc("Number of ranks"), cl::sub(launchCmd), cl::Required);
+static cl::opt<std::string> planDir(cl::Positional, cl::desc("<out/>"), BOTH, cl::Required);
+static cl::list<std::string> inputs("input", cl::desc("An input: NAME=FILE.npy"), BOTH);
+static cl::opt<std::string> outDir("output-dir", cl::desc("Folder for rank 0's outputs"), BOTH, cl::Required);
+static cl::opt<int> threads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"), cl::init(0),
+                            BOTH);
+static cl::opt<int> repeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"), cl::init(1), BOTH);
+static cl::opt<int> steps("steps", cl::desc("Training steps (a --train plan)"), cl::init(0), BOTH);
+static cl::opt<std::string> data("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"), cl::init(""),
+                                 BOTH);
+static cl::opt<int> batch("batch", cl::desc("Sequences per step"), cl::init(0), BOTH);
+static cl::opt<int> seq("seq", cl::desc("Tokens per sequence"), cl::init(0), BOTH);
+static cl::opt<double> lr("lr", cl::desc("AdamW learning rate"), cl::init(1e-3), BOTH);
+static cl::opt<int> seed("seed", cl::desc("Seed of the batch sampler"), cl::init(0), BOTH);
+static cl::opt<int> microBatches("micro-batches", cl::desc("Micro-batches accumulated per step"), cl::init(1), BOTH);
+static cl::opt<std::string> schedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
+                                     cl::init("constant"), BOTH);
+static cl::opt<int> warmup("warmup-steps", cl::desc("Linear warmup steps"), cl::init(0), BOTH);
+static cl::opt<double> minLrRatio("min-lr-ratio", cl::desc("Final learning rate / --lr for linear/cosine decay"),
+                                  cl::init(0.0), BOTH);
+static cl::opt<double> clipNorm("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
+                                cl::init(0.0), BOTH);
+static cl::opt<bool> skipNonfinite("skip-nonfinite",
+                                   cl::desc("Skip the update of a step whose loss or gradient norm is not finite "
+                                            "(default: stop)"),
+                                   cl::init(false), BOTH);
+static cl::opt<bool> progressBar("progress-bar",
+                                 cl::desc("Redraw one progress bar instead of a line per step (default: when the "
+                                          "launch's output is a terminal)"),
+                                 cl::init(false), BOTH);
+static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
+#undef BOTH
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
 bool workerSelected() { return static_cast<bool>(workerCmd); }
@@ -126,18 +108,27 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
 
 static llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path);
 
-int launchMain(const char *argv0) {
+int launchMain(int argc, char **argv) {
   const char *tool = "partita launch";
   if (worldSize < 1)
     return reportError(tool, fail("-n must be >= 1"));
-  auto plan = checkArtifacts(launchDir, worldSize);
+  auto plan = checkArtifacts(planDir, worldSize);
   if (!plan)
     return reportError(tool, plan.takeError());
-  if (auto inputs = readInputFiles(launchInputs); !inputs)
-    return reportError(tool, inputs.takeError());
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int threads = launchThreads > 0 ? launchThreads : std::max(1, cores / worldSize);
-  std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&launchMain));
+  if (auto tensors = readInputFiles(inputs); !tensors)
+    return reportError(tool, tensors.takeError());
+  if (steps > 0) {
+    bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
+    if (!trainPlan)
+      return reportError(tool, fail("--steps needs a plan compiled with --train"));
+    if (data.empty() || batch < 1 || seq < 1)
+      return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
+    if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
+      return reportError(tool, fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine"));
+    if (auto tokens = readTokens(data); !tokens)
+      return reportError(tool, tokens.takeError());
+  }
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&launchMain));
   std::vector<std::string> args;
   bool underMpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("SLURM_PROCID");
   if (!underMpi) {
@@ -147,32 +138,25 @@ int launchMain(const char *argv0) {
     args = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
             std::to_string(worldSize.getValue()), "--mca", "btl_vader_single_copy_mechanism", "none"};
   }
-  args.insert(args.end(), {self, "worker", launchDir.getValue(), "--output-dir", launchOutDir.getValue(),
-                           "--threads", std::to_string(threads), "--repeat",
-                           std::to_string(std::max(1, launchRepeat.getValue()))});
-  for (const auto &in : launchInputs)
-    args.push_back("--input=" + in);
-  if (launchSteps > 0) {
-    bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
-    if (!trainPlan)
-      return reportError(tool, fail("--steps needs a plan compiled with --train"));
-    if (launchData.empty() || launchBatch < 1 || launchSeq < 1)
-      return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
-    if (launchSchedule != "constant" && launchSchedule != "linear" && launchSchedule != "cosine")
-      return reportError(tool, fail("--lr-schedule '" + launchSchedule + "': expected constant, linear or cosine"));
-    if (auto tokens = readTokens(launchData); !tokens)
-      return reportError(tool, tokens.takeError());
-    for (std::string a : {"--steps=" + std::to_string(launchSteps), "--data=" + launchData.getValue(),
-                          "--batch=" + std::to_string(launchBatch), "--seq=" + std::to_string(launchSeq),
-                          "--lr=" + std::to_string(launchLr), "--seed=" + std::to_string(launchSeed),
-                          "--micro-batches=" + std::to_string(std::max(1, launchMicro.getValue())),
-                          "--bucket-mb=" + std::to_string(launchBucketMb),
-                          "--lr-schedule=" + launchSchedule.getValue(),
-                          "--warmup-steps=" + std::to_string(launchWarmup),
-                          "--min-lr-ratio=" + std::to_string(launchMinLr),
-                          "--clip-grad-norm=" + std::to_string(launchClip),
-                          std::string(launchSkipNonfinite ? "--skip-nonfinite" : "--skip-nonfinite=false")})
-      args.push_back(a);
+  // The workers get this command line as it was typed, less -n.
+  args.insert(args.end(), {self, "worker"});
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef a(argv[i]);
+    if (a == "-n" || a == "--n") {
+      ++i;
+      continue;
+    }
+    if (a.startswith("-n=") || a.startswith("--n="))
+      continue;
+    args.push_back(a.str());
+  }
+  // Workers write through mpirun, which gives them a terminal even when the
+  // user's output is a pipe: the launcher decides.
+  if (isatty(fileno(stdout)) && progressBar.getNumOccurrences() == 0)
+    args.push_back("--progress-bar");
+  if (threads == 0) {
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    args.push_back("--threads=" + std::to_string(std::max(1, cores / worldSize)));
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::string errMsg;
@@ -196,10 +180,10 @@ static llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, false, false);
   if (!buf)
     return fail(path + ": cannot read: " + buf.getError().message());
-  llvm::StringRef data = (*buf)->getBuffer();
-  std::vector<int64_t> tokens(data.size() / 2);
+  llvm::StringRef bytes = (*buf)->getBuffer();
+  std::vector<int64_t> tokens(bytes.size() / 2);
   for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<uint8_t>(data[2 * i]) | (static_cast<uint8_t>(data[2 * i + 1]) << 8);
+    tokens[i] = static_cast<uint8_t>(bytes[2 * i]) | (static_cast<uint8_t>(bytes[2 * i + 1]) << 8);
   return tokens;
 }
 
@@ -211,8 +195,8 @@ static uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-static Tensor hostTensor(DType t, const Shape &shape, const void *data) {
-  const auto *p = static_cast<const uint8_t *>(data);
+static Tensor hostTensor(DType t, const Shape &shape, const void *src) {
+  const auto *p = static_cast<const uint8_t *>(src);
   return Tensor(t, shape, std::make_shared<std::vector<uint8_t>>(p, p + numElements(shape) * dtypeSize(t)));
 }
 
@@ -224,14 +208,14 @@ static rt::TensorView viewOf(const Tensor &t) {
 /// --warmup-steps, then constant, linear or cosine decay to --min-lr-ratio
 /// at the last step (DeepSpeed's WarmupDecayLR / WarmupCosineLR shapes).
 static double lrFactor(int64_t k) {
-  int64_t warm = workerWarmup, total = workerSteps;
+  int64_t warm = warmup, total = steps;
   if (k < warm)
     return static_cast<double>(k + 1) / static_cast<double>(warm);
-  if (workerSchedule == "constant")
+  if (schedule == "constant")
     return 1.0;
   double p = total > warm ? static_cast<double>(k - warm) / static_cast<double>(total - warm) : 1.0;
-  double lo = workerMinLr;
-  if (workerSchedule == "linear")
+  double lo = minLrRatio;
+  if (schedule == "linear")
     return 1.0 - p * (1.0 - lo);
   return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
 }
@@ -240,10 +224,10 @@ static double lrFactor(int64_t k) {
 /// program; updated parameters are written into the forward program's weights.
 static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env) {
   const RankPlan &me = plan.ranks[rank];
-  auto fwdGraph = importOnnx(inDir(workerDir, me.forward), ImportOptions());
+  auto fwdGraph = importOnnx(inDir(planDir, me.forward), ImportOptions());
   if (!fwdGraph)
     return fwdGraph.takeError();
-  auto stepGraph = importOnnx(inDir(workerDir, me.step), ImportOptions());
+  auto stepGraph = importOnnx(inDir(planDir, me.step), ImportOptions());
   if (!stepGraph)
     return stepGraph.takeError();
   rt::CpuDevice device;
@@ -253,12 +237,12 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
   auto step = rt::Program::load(**stepGraph, device, &env);
   if (!step)
     return step.takeError();
-  auto tokens = readTokens(workerData);
+  auto tokens = readTokens(data);
   if (!tokens)
     return tokens.takeError();
-  int64_t B = workerBatch, T = workerSeq, n = static_cast<int64_t>(tokens->size());
+  int64_t B = batch, T = seq, n = static_cast<int64_t>(tokens->size());
   if (n < T + 2)
-    return fail(workerData + ": " + llvm::Twine(n) + " tokens, fewer than one sequence of " + llvm::Twine(T + 1));
+    return fail(data + ": " + llvm::Twine(n) + " tokens, fewer than one sequence of " + llvm::Twine(T + 1));
   std::vector<const rt::TensorView *> params;
   std::vector<Tensor> moments1, moments2;
   for (const std::string &name : plan.params) {
@@ -271,10 +255,10 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
   }
   std::unique_ptr<llvm::raw_fd_ostream> csv;
   if (rank == 0) {
-    if (auto ec = llvm::sys::fs::create_directories(workerOutDir))
-      return fail("cannot create " + workerOutDir + ": " + ec.message());
+    if (auto ec = llvm::sys::fs::create_directories(outDir))
+      return fail("cannot create " + outDir + ": " + ec.message());
     std::error_code ec;
-    csv = std::make_unique<llvm::raw_fd_ostream>(inDir(workerOutDir, "loss.csv"), ec);
+    csv = std::make_unique<llvm::raw_fd_ostream>(inDir(outDir, "loss.csv"), ec);
     if (ec)
       return fail("cannot write loss.csv: " + ec.message());
     *csv << "step,loss,tokens_per_s,elapsed_s\n";
@@ -287,7 +271,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       dpIndex = plan.ranks[rank].coords.at("dp");
     }
   rt::Communicator *dpGroup = env.group("dp");
-  int64_t M = std::max(1, workerMicro.getValue());
+  int64_t M = std::max(1, microBatches.getValue());
   llvm::StringMap<size_t> outIndex;
   for (size_t i = 0; i < (*fwd)->outputNames().size(); ++i)
     outIndex[(*fwd)->outputNames()[i]] = i;
@@ -307,7 +291,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
   std::vector<size_t> bucketOf(params.size()), bucketOffset(params.size());
   std::vector<std::vector<float>> buckets;
   {
-    size_t limit = static_cast<size_t>(std::max(1.0, workerBucketMb * 1e6));
+    size_t limit = static_cast<size_t>(std::max(1.0, bucketMb * 1e6));
     for (size_t i = 0; i < params.size(); ++i) {
       size_t bytes = grads[i].byteSize();
       if (buckets.empty() || (!buckets.back().empty() && buckets.back().size() * 4 + bytes > limit))
@@ -322,7 +306,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     paramOfOutput[gradIndex[i]] = i;
   bool reduceOverDp = dpGroup && dpSize > 1;
   auto start = std::chrono::steady_clock::now();
-  for (int s = 1; s <= workerSteps; ++s) {
+  for (int s = 1; s <= steps; ++s) {
     auto stepStart = std::chrono::steady_clock::now();
     // Global batch of a step: dp x micro-batches x B sequences; this replica
     // takes its dp block, micro-batch by micro-batch.
@@ -336,7 +320,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       std::vector<int64_t> ids(B * T), labels(B * T);
       for (int64_t b = 0; b < B; ++b) {
         uint64_t sample = static_cast<uint64_t>(((s - 1) * dpSize + dpIndex) * M * B + micro * B + b);
-        int64_t off = static_cast<int64_t>(splitmix64(static_cast<uint64_t>(workerSeed) * 1000003ull + sample) %
+        int64_t off = static_cast<int64_t>(splitmix64(static_cast<uint64_t>(seed) * 1000003ull + sample) %
                                            static_cast<uint64_t>(n - T - 1));
         for (int64_t t = 0; t < T; ++t) {
           ids[b * T + t] = (*tokens)[off + t];
@@ -378,7 +362,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       if (!outs)
         return outs.takeError();
       if (asyncError)
-        return std::move(asyncError);
+        return asyncError;
       lossSum += *static_cast<const float *>((*outs)[0].data);
     }
     float loss = static_cast<float>(lossSum / M);
@@ -404,7 +388,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     }
     // Global-norm clipping: a tensor-parallel shard's square sum is summed
     // over the tp group, a replicated gradient counts once.
-    if (workerClip > 0) {
+    if (clipNorm > 0) {
       double shardedSq = 0, replicatedSq = 0;
       for (size_t i = 0; i < grads.size(); ++i) {
         const float *p = reinterpret_cast<const float *>(grads[i].data());
@@ -417,12 +401,12 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
         if (auto err = tpGroup->allReduce(&shardedSq, 1, DType::F64))
           return err;
       double norm = std::sqrt(shardedSq + replicatedSq);
-      float coef = static_cast<float>(std::min(1.0, workerClip / (norm + 1e-6)));
+      float coef = static_cast<float>(std::min(1.0, clipNorm / (norm + 1e-6)));
       if (!std::isfinite(norm)) {
-        if (!workerSkipNonfinite)
+        if (!skipNonfinite)
           return fail("step " + llvm::Twine(s) + ": the gradient norm is not finite; stopping");
         if (rank == 0)
-          llvm::outs() << "step " << s << "/" << workerSteps << ": gradient norm not finite, update skipped\n";
+          llvm::outs() << "step " << s << "/" << steps << ": gradient norm not finite, update skipped\n";
         continue;
       }
       for (Tensor &g : grads) {
@@ -432,18 +416,18 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       }
     }
     if (!std::isfinite(loss)) {
-      if (!workerSkipNonfinite)
+      if (!skipNonfinite)
         return fail("step " + llvm::Twine(s) + ": the loss is not finite (" + std::to_string(loss) +
                     "); stopping (--skip-nonfinite skips such steps)");
       if (rank == 0)
-        llvm::outs() << "step " << s << "/" << workerSteps << "  loss " << std::to_string(loss)
+        llvm::outs() << "step " << s << "/" << steps << "  loss " << std::to_string(loss)
                      << ": not finite, update skipped\n";
       continue;
     }
     // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
-    float lr = static_cast<float>(workerLr * lrFactor(s - 1));
+    float stepLr = static_cast<float>(lr * lrFactor(s - 1));
     float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
-    Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {lr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
+    Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {stepLr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
            bc2T = Tensor::fromDoubles(DType::F32, {}, {bc2});
     llvm::StringMap<rt::TensorView> stepFeeds;
     stepFeeds["lr"] = viewOf(lrT);
@@ -470,14 +454,14 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
       double tps = static_cast<double>(B * T * M * dpSize) / std::max(secs, 1e-9);
-      if (isatty(fileno(stdout))) { // a terminal gets a progress bar redrawn in place
-        int width = 30, done = static_cast<int>(width * s / std::max(1, workerSteps.getValue()));
+      if (progressBar) {
+        int width = 30, done = static_cast<int>(width * s / std::max(1, steps.getValue()));
         llvm::outs() << "\r[" << std::string(done, '#') << std::string(width - done, ' ') << "] "
-                     << llvm::format("step %d/%d  loss %.4f  %.0f tokens/s  %.1f s", s, workerSteps.getValue(), loss,
+                     << llvm::format("step %d/%d  loss %.4f  %.0f tokens/s  %.1f s", s, steps.getValue(), loss,
                                      tps, elapsed)
-                     << (s == workerSteps ? "\n" : "");
+                     << (s == steps ? "\n" : "");
       } else {
-        llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, workerSteps.getValue(),
+        llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, steps.getValue(),
                                      loss, tps, elapsed);
       }
       llvm::outs().flush();
@@ -486,7 +470,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     }
   }
   // Each rank writes its parameter shards.
-  std::string dir = inDir(workerOutDir, "rank" + std::to_string(rank));
+  std::string dir = inDir(outDir, "rank" + std::to_string(rank));
   std::vector<std::string> names;
   std::vector<Tensor> values;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -498,7 +482,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
 
 /// Runs this process's rank; any error aborts every rank.
 static llvm::Error runRank(int rank) {
-  auto plan = readPlan(inDir(workerDir, "plan.json"));
+  auto plan = readPlan(inDir(planDir, "plan.json"));
   if (!plan)
     return plan.takeError();
   auto world = rt::MpiCommunicator::world();
@@ -519,24 +503,24 @@ static llvm::Error runRank(int rank) {
     env.groups[axis] = group->get();
     groups.push_back(std::move(*group));
   }
-  if (workerSteps > 0)
+  if (steps > 0)
     return trainRank(rank, *plan, env);
-  auto inputs = readInputFiles(workerInputs);
-  if (!inputs)
-    return inputs.takeError();
-  auto g = importOnnx(inDir(workerDir, me.forward), ImportOptions());
+  auto tensors = readInputFiles(inputs);
+  if (!tensors)
+    return tensors.takeError();
+  auto g = importOnnx(inDir(planDir, me.forward), ImportOptions());
   if (!g)
     return g.takeError();
   RunOptions ro;
   ro.env = &env;
-  ro.repeat = std::max(1, workerRepeat.getValue());
-  auto result = runOnCpu(**g, *inputs, ro);
+  ro.repeat = std::max(1, repeat.getValue());
+  auto result = runOnCpu(**g, *tensors, ro);
   if (!result)
     return result.takeError();
   if (rank == 0 && ro.repeat > 1)
     llvm::outs() << "rank 0: " << result->statsLine << "\n";
   if (rank == 0)
-    return writeOutputFiles(workerOutDir, result->names, result->outputs);
+    return writeOutputFiles(outDir, result->names, result->outputs);
   return llvm::Error::success();
 }
 
@@ -544,7 +528,7 @@ int workerMain() {
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  omp_set_num_threads(std::max(1, workerThreads.getValue()));
+  omp_set_num_threads(std::max(1, threads.getValue()));
   if (auto err = runRank(rank)) {
     llvm::errs() << "partita: rank " << rank << ": error: " << llvm::toString(std::move(err)) << "\n";
     llvm::errs().flush();

@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
   if (runSelected())
     return runMain();
   if (launchSelected())
-    return launchMain(argv[0]);
+    return launchMain(argc, argv);
   if (workerSelected())
     return workerMain();
   if (inspectSelected())
