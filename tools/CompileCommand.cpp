@@ -134,7 +134,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   pm.verifyEach = true;
   std::string pipeline = "canonicalize";
   if (emitGradients || train) // fused q/k/v are cut before differentiating, so each piece is a parameter
-    pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",add-loss,autodiff";
+    pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",add-loss,autodiff,remove-identity,cse,dce";
   std::string propagate = "propagate-sharding";
   if (sequenceParallel || train)
     propagate += std::string("{") + (sequenceParallel ? "sequence-parallel=1" : "") +

@@ -14,6 +14,7 @@
 #include "llvm/Support/Format.h"
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <cstring>
 #include <unistd.h>
 #include "tools/Commands.h"
@@ -70,6 +71,9 @@ static cl::opt<bool> progressBar("progress-bar",
                                  cl::desc("Redraw one progress bar instead of a line per step (default: when the "
                                           "launch's output is a terminal)"),
                                  cl::init(false), BOTH);
+static cl::opt<bool> profile("profile",
+                             cl::desc("Rank 0 prints where a training step's time goes (phases, then per op type)"),
+                             cl::init(false), BOTH);
 static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
 #undef BOTH
 
@@ -282,32 +286,61 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       return fail("the forward program has no gradient output for '" + name + "'");
     gradIndex.push_back(g->second);
   }
-  std::vector<Tensor> grads(params.size());
-  for (size_t i = 0; i < params.size(); ++i)
-    grads[i] = Tensor::zeros(params[i]->dtype, params[i]->shape);
-  // Gradient buckets of about --bucket-mb (DDP-style), in output order: each
-  // bucket's all-reduce over dp starts as soon as its last gradient is computed
-  // in the final micro-batch's backward pass, while the rest of it runs.
+  // The step updates parameters and moments in place (AdamW is elementwise):
+  // its outputs are the forward program's weights and the moment buffers.
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string k = std::to_string(i);
+    for (auto [name, buffer] : {std::pair<std::string, void *>{"p." + k + ".new", params[i]->data},
+                                {"m." + k + ".new", const_cast<uint8_t *>(moments1[i].data())},
+                                {"v." + k + ".new", const_cast<uint8_t *>(moments2[i].data())}})
+      if (auto err = (*step)->bindOutput(name, buffer))
+        return err;
+  }
+  // Gradients live in buckets of about --bucket-mb (DDP-style), in output
+  // order: each bucket's all-reduce over dp starts as soon as its last
+  // gradient is computed in the final micro-batch's backward pass, while the
+  // rest of it runs. grad[i] points into its bucket.
   std::vector<size_t> bucketOf(params.size()), bucketOffset(params.size());
   std::vector<std::vector<float>> buckets;
+  std::vector<float *> grad(params.size());
   {
     size_t limit = static_cast<size_t>(std::max(1.0, bucketMb * 1e6));
     for (size_t i = 0; i < params.size(); ++i) {
-      size_t bytes = grads[i].byteSize();
+      size_t bytes = params[i]->bytes();
       if (buckets.empty() || (!buckets.back().empty() && buckets.back().size() * 4 + bytes > limit))
         buckets.emplace_back();
       bucketOf[i] = buckets.size() - 1;
       bucketOffset[i] = buckets.back().size();
-      buckets.back().resize(buckets.back().size() + grads[i].numel());
+      buckets.back().resize(buckets.back().size() + params[i]->numel());
     }
+    for (size_t i = 0; i < params.size(); ++i)
+      grad[i] = buckets[bucketOf[i]].data() + bucketOffset[i];
   }
+  // With one micro-batch the backward pass writes each gradient straight into
+  // its bucket (an output that cannot be bound is copied there instead).
+  if (M == 1)
+    for (size_t i = 0; i < params.size(); ++i)
+      llvm::consumeError((*fwd)->bindOutput("grad." + plan.params[i], grad[i]));
   std::vector<size_t> paramOfOutput((*fwd)->outputNames().size(), SIZE_MAX);
   for (size_t i = 0; i < params.size(); ++i)
     paramOfOutput[gradIndex[i]] = i;
   bool reduceOverDp = dpGroup && dpSize > 1;
+  // --profile: wall time per phase of a step (rank 0 prints it at the end).
+  std::map<std::string, double> phases;
+  int s = 0;
+  auto mark = std::chrono::steady_clock::now();
+  auto phase = [&](const char *name) {
+    auto now = std::chrono::steady_clock::now();
+    if (profile && s > 1) // the first step includes one-time set-up
+      phases[name] += std::chrono::duration<double, std::milli>(now - mark).count();
+    mark = now;
+  };
+  (*fwd)->setProfiling(profile);
+  (*step)->setProfiling(profile);
   auto start = std::chrono::steady_clock::now();
-  for (int s = 1; s <= steps; ++s) {
+  for (s = 1; s <= steps; ++s) {
     auto stepStart = std::chrono::steady_clock::now();
+    mark = stepStart;
     // Global batch of a step: dp x micro-batches x B sequences; this replica
     // takes its dp block, micro-batch by micro-batch.
     double lossSum = 0;
@@ -338,17 +371,20 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
         size_t i = index < paramOfOutput.size() ? paramOfOutput[index] : SIZE_MAX;
         if (i == SIZE_MAX)
           return;
-        float *acc = reinterpret_cast<float *>(const_cast<uint8_t *>(grads[i].data()));
+        float *acc = grad[i];
         const float *add = static_cast<const float *>(g.data);
-        if (micro == 0)
-          std::memcpy(acc, add, g.bytes());
-        else
-          for (int64_t k = 0; k < g.numel(); ++k)
+        if (micro == 0) {
+          if (acc != add)
+            std::memcpy(acc, add, g.bytes());
+        } else {
+          int64_t count = g.numel();
+#pragma omp parallel for if (count > (1 << 16))
+          for (int64_t k = 0; k < count; ++k)
             acc[k] += add[k];
+        }
         if (!last || !reduceOverDp)
           return;
         size_t b = bucketOf[i];
-        std::memcpy(buckets[b].data() + bucketOffset[i], acc, g.bytes());
         if (--pending[b] == 0 && !asyncError) {
           auto h = dpGroup->startAllReduce(buckets[b].data(), buckets[b].size(), DType::F32);
           if (!h)
@@ -365,6 +401,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
         return asyncError;
       lossSum += *static_cast<const float *>((*outs)[0].data);
     }
+    phase("forward+backward");
     float loss = static_cast<float>(lossSum / M);
     if (reduceOverDp) {
       for (size_t b = 0; b < buckets.size(); ++b) {
@@ -373,35 +410,31 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
         if (auto err = dpGroup->wait(handles[b]))
           return err;
       }
-      for (size_t i = 0; i < params.size(); ++i)
-        std::memcpy(const_cast<uint8_t *>(grads[i].data()), buckets[bucketOf[i]].data() + bucketOffset[i],
-                    grads[i].byteSize());
       if (auto err = dpGroup->allReduce(&loss, 1, DType::F32))
         return err;
       loss /= static_cast<float>(dpSize);
     }
-    float scale = 1.0f / static_cast<float>(M * dpSize);
-    for (Tensor &g : grads) {
-      float *p = reinterpret_cast<float *>(const_cast<uint8_t *>(g.data()));
-      for (int64_t k = 0; k < g.numel(); ++k)
-        p[k] *= scale;
-    }
+    phase("dp all-reduce wait");
+    // Gradients are sums over M micro-batches and dp replicas: one pass
+    // scales them to the mean and applies the clipping coefficient.
+    double coef = 1.0 / static_cast<double>(M * dpSize);
     // Global-norm clipping: a tensor-parallel shard's square sum is summed
     // over the tp group, a replicated gradient counts once.
     if (clipNorm > 0) {
       double shardedSq = 0, replicatedSq = 0;
-      for (size_t i = 0; i < grads.size(); ++i) {
-        const float *p = reinterpret_cast<const float *>(grads[i].data());
+      for (size_t i = 0; i < params.size(); ++i) {
+        const float *p = grad[i];
+        int64_t count = params[i]->numel();
         double sq = 0;
-        for (int64_t k = 0; k < grads[i].numel(); ++k)
+#pragma omp parallel for reduction(+ : sq) if (count > (1 << 16))
+        for (int64_t k = 0; k < count; ++k)
           sq += double(p[k]) * p[k];
         (i < plan.paramSharded.size() && plan.paramSharded[i] ? shardedSq : replicatedSq) += sq;
       }
       if (rt::Communicator *tpGroup = env.group("tp"); tpGroup && tpGroup->size() > 1)
         if (auto err = tpGroup->allReduce(&shardedSq, 1, DType::F64))
           return err;
-      double norm = std::sqrt(shardedSq + replicatedSq);
-      float coef = static_cast<float>(std::min(1.0, clipNorm / (norm + 1e-6)));
+      double norm = coef * std::sqrt(shardedSq + replicatedSq);
       if (!std::isfinite(norm)) {
         if (!skipNonfinite)
           return fail("step " + llvm::Twine(s) + ": the gradient norm is not finite; stopping");
@@ -409,10 +442,16 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
           llvm::outs() << "step " << s << "/" << steps << ": gradient norm not finite, update skipped\n";
         continue;
       }
-      for (Tensor &g : grads) {
-        float *p = reinterpret_cast<float *>(const_cast<uint8_t *>(g.data()));
-        for (int64_t k = 0; k < g.numel(); ++k)
-          p[k] *= coef;
+      coef *= std::min(1.0, clipNorm / (norm + 1e-6));
+    }
+    if (coef != 1.0) {
+      float c = static_cast<float>(coef);
+      for (std::vector<float> &b : buckets) {
+        float *p = b.data();
+        int64_t count = static_cast<int64_t>(b.size());
+#pragma omp parallel for if (count > (1 << 16))
+        for (int64_t k = 0; k < count; ++k)
+          p[k] *= c;
       }
     }
     if (!std::isfinite(loss)) {
@@ -424,6 +463,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
                      << ": not finite, update skipped\n";
       continue;
     }
+    phase("gradient scale/clip");
     // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
     float stepLr = static_cast<float>(lr * lrFactor(s - 1));
     float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
@@ -436,20 +476,19 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     for (size_t i = 0; i < params.size(); ++i) {
       std::string k = std::to_string(i);
       stepFeeds["p." + k] = *params[i];
-      stepFeeds["g." + k] = viewOf(grads[i]);
+      stepFeeds["g." + k] = rt::TensorView{DType::F32, params[i]->shape, grad[i]};
       stepFeeds["m." + k] = viewOf(moments1[i]);
       stepFeeds["v." + k] = viewOf(moments2[i]);
     }
     auto updated = (*step)->run(stepFeeds);
     if (!updated)
       return updated.takeError();
-    for (size_t i = 0; i < params.size(); ++i) {
-      const rt::TensorView &p = (*updated)[3 * i], &m = (*updated)[3 * i + 1], &v = (*updated)[3 * i + 2];
-      device.copyOnDevice(params[i]->data, p.data, p.bytes());
-      std::memcpy(const_cast<uint8_t *>(moments1[i].data()), m.data, m.bytes());
-      std::memcpy(const_cast<uint8_t *>(moments2[i].data()), v.data, v.bytes());
-    }
     (*fwd)->weightsChanged();
+    phase("optimizer step");
+    if (s == 1) { // the first step includes one-time set-up
+      (*fwd)->clearProfile();
+      (*step)->clearProfile();
+    }
     if (rank == 0) {
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
@@ -467,6 +506,22 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       llvm::outs().flush();
       *csv << s << "," << llvm::format("%.8f", loss) << "," << llvm::format("%.1f", tps) << ","
            << llvm::format("%.3f", elapsed) << "\n";
+    }
+  }
+  if (profile && rank == 0 && steps > 1) {
+    double n = steps - 1;
+    llvm::outs() << "profile, mean per step over steps 2.." << steps.getValue() << ":\n";
+    for (const auto &[name, ms] : phases)
+      llvm::outs() << llvm::format("%10.2f ms  ", ms / n) << name << "\n";
+    for (rt::Program *prog : {fwd->get(), step->get()}) {
+      std::vector<std::pair<double, std::string>> rows;
+      for (const auto &[op, entry] : prog->profile())
+        rows.push_back({entry.first / n, op + " x" + std::to_string(static_cast<int>(entry.second / n))});
+      std::sort(rows.rbegin(), rows.rend());
+      llvm::outs() << (prog == fwd->get() ? "forward+backward program" : "optimizer program")
+                   << " by op type:\n";
+      for (const auto &[ms, op] : rows)
+        llvm::outs() << llvm::format("%10.2f ms  ", ms) << op << "\n";
     }
   }
   // Each rank writes its parameter shards.

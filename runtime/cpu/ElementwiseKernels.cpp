@@ -150,8 +150,8 @@ void registerElementwiseKernels(KernelRegistry &r) {
   addUnary(r, "Ceil", [](float x) { return std::ceil(x); });
   addUnary(r, "Sigmoid", [](float x) { return 1.0f / (1.0f + fastExp(-x)); });
   addUnary(r, "Relu", [](float x) { return x > 0.0f ? x : 0.0f; });
-  addUnary(r, "partita.Gelu", geluErf);
-  addUnary(r, "partita.FastGelu", geluTanh);
+  addUnary(r, "partita.Gelu", [](float x) { return geluErf(x); }); // lambdas inline; a function pointer would not
+  addUnary(r, "partita.FastGelu", [](float x) { return geluTanh(x); });
   addBinary(r, "Add", [](float a, float b) { return a + b; });
   addBinary(r, "Sub", [](float a, float b) { return a - b; });
   addBinary(r, "Mul", [](float a, float b) { return a * b; });

@@ -2,7 +2,9 @@
 //
 // libm's expf/tanhf are scalar calls that block vectorization. These are
 // branch-free (Cephes-style range reduction + polynomial, ~2 ulp) so the
-// compiler vectorizes the loops that call them.
+// compiler vectorizes the loops that call them. Without -ffast-math GCC does
+// not vectorize fminf/fmaxf/nearbyintf/copysignf, hence the ternaries and
+// the round-to-nearest-even by adding and removing 1.5 * 2^23 (NaN stays NaN).
 //===----------------------------------------------------------------------===//
 #pragma once
 #include <cmath>
@@ -12,8 +14,9 @@
 namespace partita::rt::cpu {
 
 inline float fastExp(float x) {
-  x = std::fmin(std::fmax(x, -87.3f), 88.7f);
-  float n = std::nearbyint(x * 1.44269504088896341f); // x / ln 2
+  x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  constexpr float kRound = 12582912.0f;                 // 1.5 * 2^23
+  float n = (x * 1.44269504088896341f + kRound) - kRound; // nearest integer to x / ln 2
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln 2, in two parts
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -29,9 +32,9 @@ inline float fastExp(float x) {
 }
 
 inline float fastTanh(float x) {
-  float e = fastExp(-2.0f * std::fabs(x)); // in (0, 1]: no overflow
+  float e = fastExp(x < 0 ? 2.0f * x : -2.0f * x); // exp(-2|x|) in (0, 1]: no overflow
   float t = (1.0f - e) / (1.0f + e);
-  return std::copysign(t, x);
+  return x < 0 ? -t : t;
 }
 
 } // namespace partita::rt::cpu

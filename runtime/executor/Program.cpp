@@ -3,6 +3,7 @@
 #include "runtime/kernels/KernelRegistry.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include <algorithm>
 #include <chrono>
 
 namespace partita::rt {
@@ -22,13 +23,31 @@ const Node *fusibleEpilogue(const Graph &g, const Node &n, DeviceKind device) {
     return nullptr;
   return KernelRegistry::get().findEpilogue(n.qualifiedOp(), u->qualifiedOp(), device) ? u : nullptr;
 }
+
+/// Ops whose result is their first input's bytes under another shape.
+bool isView(const Node &n) {
+  return n.is("Reshape") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Flatten") || n.is("Identity");
+}
+
+/// Whether every consumer of `n`'s only result can read it through `n`'s
+/// input instead (operand fusion, e.g. a matmul reading a Transpose through
+/// strides), so `n` itself never runs.
+bool readInPlaceByUsers(const Graph &g, const Node &n, DeviceKind device) {
+  if (n.numOutputs() != 1 || n.numInputs() < 1 || n.output()->users().empty() || g.isGraphOutput(n.output()))
+    return false;
+  for (const Node *u : n.output()->users())
+    if (!KernelRegistry::get().findOperandFusion(u->qualifiedOp(), n.qualifiedOp(), device))
+      return false;
+  return true;
+}
 } // namespace
 
 Program::~Program() {
   for (void *p : statics_)
     device_.deallocate(p);
-  for (void *p : outputBuffers_)
-    device_.deallocate(p);
+  for (size_t i = 0; i < outputBuffers_.size(); ++i)
+    if (ownsOutputBuffer_[i])
+      device_.deallocate(outputBuffers_[i]);
   if (arena_)
     device_.deallocate(arena_);
 }
@@ -66,6 +85,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       if (!buf)
         return loadError("out of device memory allocating output '" + out->name() + "'");
       p->outputBuffers_.push_back(buf);
+      p->ownsOutputBuffer_.push_back(true);
       p->stats_.outputBytes += out->type().numel() * dtypeSize(out->type().dtype);
     }
   }
@@ -73,6 +93,12 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   const KernelRegistry &registry = KernelRegistry::get();
   // Elementwise consumers folded into their producer's kernel (epilogue fusion).
   llvm::DenseSet<const Node *> absorbed;
+  // Producers read in place by their consumers' kernels (operand fusion).
+  llvm::DenseSet<const Node *> readInPlace;
+  for (const Node *n : g.nodes())
+    if (readInPlaceByUsers(g, *n, device.kind()))
+      readInPlace.insert(n);
+  absorbed.insert(readInPlace.begin(), readInPlace.end());
   for (const Node *n : g.nodes()) {
     if (absorbed.count(n))
       continue;
@@ -96,9 +122,36 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       newSlot(n->output(), Home::Static, p->statics_.size() - 1);
       continue;
     }
+    // A view's result aliases its input (graph outputs keep their own buffer).
+    if (isView(*n) && n->numOutputs() == 1 && !outputIndex.count(n->output()) && n->input(0) &&
+        slotOf.count(n->input(0))) {
+      int src = slotOf.lookup(n->input(0));
+      newSlot(n->output(), Home::Arena, 0);
+      p->slots_.back().aliasOf = src;
+      continue;
+    }
     const Node *last = n; // the node whose results this step writes
     std::unique_ptr<Kernel> kernel;
-    if (const Node *epilogue = fusibleEpilogue(g, *n, device.kind())) {
+    std::vector<const Node *> producers(n->numInputs(), nullptr);
+    for (size_t k = 0; k < n->numInputs(); ++k) {
+      const Value *in = n->input(k);
+      if (in && in->definingNode() && readInPlace.count(in->definingNode()))
+        producers[k] = in->definingNode();
+    }
+    bool fusedOperands = std::any_of(producers.begin(), producers.end(), [](const Node *p) { return p; });
+    if (fusedOperands) {
+      const Node *producer = *std::find_if(producers.begin(), producers.end(), [](const Node *p) { return p; });
+      const Node *epilogue = fusibleEpilogue(g, *n, device.kind());
+      auto made = (*registry.findOperandFusion(n->qualifiedOp(), producer->qualifiedOp(), device.kind()))(
+          *n, producers, epilogue);
+      if (!made)
+        return made.takeError();
+      kernel = std::move(*made);
+      if (epilogue) {
+        absorbed.insert(epilogue);
+        last = epilogue;
+      }
+    } else if (const Node *epilogue = fusibleEpilogue(g, *n, device.kind())) {
       auto fused = (*registry.findEpilogue(n->qualifiedOp(), epilogue->qualifiedOp(), device.kind()))(*n, *epilogue);
       if (fused) {
         kernel = std::move(*fused);
@@ -119,8 +172,10 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       kernel = std::move(*made);
     }
     Step step{n, std::move(kernel), {}, {}};
-    for (const Value *in : n->inputs())
+    for (size_t k = 0; k < n->numInputs(); ++k) {
+      const Value *in = producers[k] ? producers[k]->input(0) : n->input(k);
       step.inputs.push_back(in ? slotOf.lookup(in) : -1);
+    }
     for (const Value *out : last->outputs()) {
       auto it = outputIndex.find(out);
       step.outputs.push_back(it != outputIndex.end() ? newSlot(out, Home::Output, it->second)
@@ -130,7 +185,13 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   }
   p->stats_.numKernels = p->steps_.size();
 
-  // Liveness of arena slots over step indices, then one placement.
+  auto rootOf = [&](int id) {
+    while (id >= 0 && p->slots_[id].aliasOf >= 0)
+      id = p->slots_[id].aliasOf;
+    return id;
+  };
+  // Liveness of arena slots over step indices (a view's readers keep the
+  // viewed buffer alive), then one placement.
   std::vector<BufferRequest> requests;
   std::vector<int> requestSlot;
   llvm::DenseMap<int, size_t> requestOf;
@@ -142,6 +203,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
         requestSlot.push_back(out);
       }
     for (int in : p->steps_[s].inputs) {
+      in = rootOf(in);
       auto it = requestOf.find(in);
       if (in >= 0 && it != requestOf.end())
         requests[it->second].lastStep = static_cast<int64_t>(s);
@@ -150,6 +212,12 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   MemoryPlan plan = planMemory(requests, Device::alignment());
   for (size_t r = 0; r < requests.size(); ++r)
     p->slots_[requestSlot[r]].index = plan.offsets[r];
+  for (Slot &slot : p->slots_)
+    if (slot.aliasOf >= 0) {
+      const Slot &root = p->slots_[rootOf(slot.aliasOf)];
+      slot.home = root.home;
+      slot.index = root.index;
+    }
   p->stats_.arenaBytes = plan.arenaBytes;
   p->stats_.lowerBoundBytes = plan.lowerBoundBytes;
   if (plan.arenaBytes) {
@@ -163,6 +231,22 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     p->outputSlots_.push_back(slotOf.lookup(out));
   }
   return std::move(p);
+}
+
+llvm::Error Program::bindOutput(llvm::StringRef name, void *buffer) {
+  for (size_t i = 0; i < outputNames_.size(); ++i) {
+    if (outputNames_[i] != name)
+      continue;
+    const Slot &slot = slots_[outputSlots_[i]];
+    if (slot.home != Home::Output || slot.aliasOf >= 0)
+      return loadError("output '" + name + "' is not computed into a buffer of its own (a weight, constant or input)");
+    if (ownsOutputBuffer_[slot.index])
+      device_.deallocate(outputBuffers_[slot.index]);
+    outputBuffers_[slot.index] = buffer;
+    ownsOutputBuffer_[slot.index] = false;
+    return llvm::Error::success();
+  }
+  return loadError("the program has no output '" + name + "'");
 }
 
 const TensorView *Program::staticTensor(llvm::StringRef valueName) const {
@@ -227,7 +311,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
           onOutput_(index, outs[k]);
     if (profiling_) {
       device_.synchronize();
-      auto &entry = profile_[step.node->qualifiedOp()];
+      auto &entry = profile_[std::getenv("PARTITA_PROFILE_NODES") ? step.node->describe() : step.node->qualifiedOp()];
       entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++entry.second;
     }

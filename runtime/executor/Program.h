@@ -58,6 +58,13 @@ public:
   /// they derived from the old values (e.g. reordered GEMM weights).
   void weightsChanged() { ++weightsVersion_; }
 
+  /// Makes graph output `name` write into `buffer` (device memory of its
+  /// size, owned by the caller) from the next run on, instead of the
+  /// program's own buffer: e.g. an optimizer step that updates parameters in
+  /// place. The buffer may also be bound as an input of the same run only if
+  /// every kernel between reads an element before it writes it (elementwise).
+  llvm::Error bindOutput(llvm::StringRef name, void *buffer);
+
   /// Called during run() as soon as graph output `index` is computed (e.g. to
   /// start a gradient all-reduce while the backward pass goes on).
   void setOutputReadyCallback(std::function<void(size_t index, const TensorView &)> cb) { onOutput_ = std::move(cb); }
@@ -76,6 +83,7 @@ private:
     Home home = Home::Arena;
     size_t index = 0; // input index / static index / arena offset / output index
     TensorView view;  // dtype and shape; data bound at run
+    int aliasOf = -1; // a view (Reshape, ...) of this slot's bytes: no copy
   };
   struct Step {
     const Node *node;
@@ -94,6 +102,7 @@ private:
   llvm::StringMap<TensorView> staticByName_;
   uint64_t weightsVersion_ = 0;
   std::vector<void *> outputBuffers_;
+  std::vector<bool> ownsOutputBuffer_;
   void *arena_ = nullptr;
   std::vector<InputSpec> inputSpecs_;
   std::vector<void *> boundInputs_;

@@ -43,6 +43,13 @@ using KernelFactory = std::function<llvm::Expected<std::unique_ptr<Kernel>>(cons
 using EpilogueFactory =
     std::function<llvm::Expected<std::unique_ptr<Kernel>>(const Node &producer, const Node &consumer)>;
 
+/// Builds one kernel for `consumer` that reads operand k through
+/// `producers[k]` (null: the operand itself) instead of a materialized result,
+/// e.g. a matmul reading a Transpose's input through strides; `epilogue` (may
+/// be null) is fused as above.
+using OperandFusionFactory = std::function<llvm::Expected<std::unique_ptr<Kernel>>(
+    const Node &consumer, const std::vector<const Node *> &producers, const Node *epilogue)>;
+
 /// Error naming the node, for factories and kernels.
 llvm::Error kernelError(const Node &node, const llvm::Twine &msg);
 

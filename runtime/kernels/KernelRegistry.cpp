@@ -40,6 +40,18 @@ const EpilogueFactory *KernelRegistry::findEpilogue(llvm::StringRef producer, ll
   return it == table.end() ? nullptr : &it->second;
 }
 
+void KernelRegistry::addOperandFusion(llvm::StringRef consumer, llvm::StringRef producer, DeviceKind device,
+                                      OperandFusionFactory f) {
+  operandFusions_[static_cast<int>(device)][(consumer + "<-" + producer).str()] = std::move(f);
+}
+
+const OperandFusionFactory *KernelRegistry::findOperandFusion(llvm::StringRef consumer, llvm::StringRef producer,
+                                                              DeviceKind device) const {
+  const auto &table = operandFusions_[static_cast<int>(device)];
+  auto it = table.find((consumer + "<-" + producer).str());
+  return it == table.end() ? nullptr : &it->second;
+}
+
 std::vector<std::string> KernelRegistry::ops(DeviceKind device) const {
   std::vector<std::string> out;
   for (const auto &e : factories_[static_cast<int>(device)])

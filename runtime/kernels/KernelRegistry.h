@@ -19,9 +19,18 @@ public:
   void addEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device, EpilogueFactory f);
   const EpilogueFactory *findEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device) const;
 
+  /// Consumers that can read a producer's operand in place, keyed
+  /// "Consumer<-Producer" (the factory also handles every epilogue the
+  /// consumer has).
+  void addOperandFusion(llvm::StringRef consumer, llvm::StringRef producer, DeviceKind device,
+                        OperandFusionFactory f);
+  const OperandFusionFactory *findOperandFusion(llvm::StringRef consumer, llvm::StringRef producer,
+                                                DeviceKind device) const;
+
 private:
   llvm::StringMap<KernelFactory> factories_[2];
   llvm::StringMap<EpilogueFactory> epilogues_[2];
+  llvm::StringMap<OperandFusionFactory> operandFusions_[2];
 };
 
 /// Registration entry of each device's kernel set.
