@@ -7,6 +7,15 @@
 // computes it. The loss becomes graph output 0; the logits stay as output 1.
 //
 //   loss = -sum(log_softmax(logits)[label] * counted) / sum(counted)
+//
+// The log-softmax is spelled out as Megatron's vocab-parallel cross-entropy
+// computes it, so that with a vocabulary-split LM head every step is a local
+// op or a reduction over the vocabulary, which the sharding passes turn into
+// an all-reduce of [tokens] values instead of gathering the logits:
+//   m = max(logits)              (all-reduce max)
+//   z = logits - m
+//   lse = log(sum(exp(z)))       (all-reduce sum)
+//   log p[label] = sum(z * onehot(label)) - lse   (all-reduce sum)
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/autodiff/GradBuilder.h"
@@ -43,7 +52,10 @@ public:
     Value *labels = g.addInput("labels", TensorType{DType::I64, labelShape, true});
     GradBuilder b(g, "loss.t");
     DType t = lt.dtype;
-    Value *logp = b.op("LogSoftmax", {logits}, {{"axis", Attribute::ofInt(-1)}});
+    auto keep = [](int64_t k) { return std::map<std::string, Attribute>{{"keepdims", Attribute::ofInt(k)}}; };
+    Value *m = b.op("ReduceMax", {logits}, {{"axes", Attribute::ofInts({-1})}, {"keepdims", Attribute::ofInt(1)}});
+    Value *z = b.op("Sub", {logits, m});
+    Value *lse = b.op("Log", {b.op("ReduceSum", {b.op("Exp", {z}), b.ints({-1})}, keep(0))});
     std::vector<int64_t> range(static_cast<size_t>(vocab));
     for (int64_t i = 0; i < vocab; ++i)
       range[i] = i;
@@ -52,7 +64,7 @@ public:
     Value *classes = g.createConstant(Tensor::fromInts(DType::I64, rangeShape, range), "loss.classes");
     Value *target = b.op("Unsqueeze", {labels, b.ints({-1})});
     Value *onehot = b.op("Cast", {b.op("Equal", {target, classes})}, {{"to", Attribute::ofInt(dtypeToOnnx(t))}});
-    Value *picked = b.op("ReduceSum", {b.op("Mul", {logp, onehot}), b.ints({-1})}, {{"keepdims", Attribute::ofInt(0)}});
+    Value *picked = b.op("Sub", {b.op("ReduceSum", {b.op("Mul", {z, onehot}), b.ints({-1})}, keep(0)), lse});
     Value *ignore = g.createConstant(Tensor::fromInts(DType::I64, {}, {ignoreIndex_}), "loss.ignore_index");
     Value *counted = b.op("Cast", {b.op("Not", {b.op("Equal", {labels, ignore})})},
                           {{"to", Attribute::ofInt(dtypeToOnnx(t))}});

@@ -140,12 +140,24 @@ static llvm::Error compile(llvm::StringRef dir) {
     propagate += std::string("{") + (sequenceParallel ? "sequence-parallel=1" : "") +
                  (sequenceParallel && train ? "," : "") + (train ? "sharded-outputs=1" : "") + "}";
   if (tp > 1)
-    pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") +
-                "},dce," + propagate + ",insert-collectives";
+    pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") + "}";
   if (auto err = pm.addPipeline(pipeline))
     return err;
   if (auto err = pm.run(g))
     return err;
+  // Training needs the loss and the gradients only: without the logits
+  // output (output 1, after the loss) a vocab-parallel head's logits are
+  // never gathered. Annotation ran first: it finds the LM head by that output.
+  if (train && g.outputs().size() > 1)
+    g.outputs().erase(g.outputs().begin() + 1);
+  if (tp > 1) {
+    PassManager spm;
+    spm.verifyEach = true;
+    if (auto err = spm.addPipeline("dce," + propagate + ",insert-collectives"))
+      return err;
+    if (auto err = spm.run(g))
+      return err;
+  }
   // Data parallelism replicates the tensor-parallel programs: rank k runs
   // tp rank k mod T's program; the runtime averages gradients over `dp`.
   Mesh mesh = g.mesh.empty() ? Mesh{{MeshAxis{"tp", 1}}} : g.mesh;

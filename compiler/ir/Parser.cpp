@@ -238,8 +238,13 @@ private:
       if (!expect("}"))
         return false;
     }
-    if (consume("partial") && !parseAxisList(s.partial))
+    if (consume("partial_max")) {
+      s.partialMax = true;
+      if (!parseAxisList(s.partial))
+        return false;
+    } else if (consume("partial") && !parseAxisList(s.partial)) {
       return false;
+    }
     v->sharding() = std::move(s);
     return true;
   }

@@ -68,7 +68,7 @@ std::string Sharding::str() const {
   }
   s += "}";
   if (!partial.empty()) {
-    s += " partial(";
+    s += partialMax ? " partial_max(" : " partial(";
     for (size_t j = 0; j < partial.size(); ++j)
       s += (j ? "," : "") + partial[j];
     s += ")";

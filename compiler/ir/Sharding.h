@@ -2,7 +2,7 @@
 //
 // A Mesh names the axes of the device grid (`mesh<dp=2, tp=2>`). A Sharding
 // says, for each tensor dimension, which mesh axes split it (empty = R), and
-// over which axes the value is a partial sum still to be reduced. Shapes in the
+// over which axes the value is a partial sum (or max) still to be reduced. Shapes in the
 // IR stay global; local shapes are derived from the sharding.
 //
 //===----------------------------------------------------------------------===//
@@ -38,12 +38,15 @@ struct Sharding {
   llvm::SmallVector<int64_t, 4> outer;
   int64_t outerOf(size_t dim) const { return dim < outer.size() ? outer[dim] : 1; }
   llvm::SmallVector<std::string, 1> partial;
+  /// The partial values are per-rank maxima to be reduced by max (a
+  /// vocab-parallel softmax's running max), not summands. Printed partial_max(tp).
+  bool partialMax = false;
 
   static Sharding replicated(size_t rank);
   bool isReplicated() const;
   std::string str() const; // "{R,S(tp)} partial(dp)"
   bool operator==(const Sharding &o) const {
-    if (dims != o.dims || partial != o.partial)
+    if (dims != o.dims || partial != o.partial || (!partial.empty() && partialMax != o.partialMax))
       return false;
     for (size_t i = 0; i < dims.size(); ++i)
       if (outerOf(i) != o.outerOf(i))

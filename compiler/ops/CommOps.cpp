@@ -1,7 +1,7 @@
 //===- CommOps.cpp - Partita's collective and resharding ops --------------===//
 //
 //   partita.Reshard(x)                          sharding change, still to be planned
-//   partita.AllReduce(x)     {axis}             Partial -> Replicated (sum)
+//   partita.AllReduce(x)     {axis, reduce}     Partial -> Replicated (reduce: "sum" or "max")
 //   partita.AllGather(x)     {axis, dim}        Split(dim) -> Replicated
 //   partita.ReduceScatter(x) {axis, dim}        Partial -> Split(dim)
 //   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication

@@ -49,8 +49,9 @@ void addNormGrads(std::map<std::string, GradFn> &t) {
       dIn[2] = b.sumTo(d[0], n.input(2)->type().shape);
     return llvm::Error::success();
   };
-  auto reduce = [](bool mean) {
-    return [mean](GradBuilder &b, const Node &n, llvm::ArrayRef<Value *> d, std::vector<Value *> &dIn) -> llvm::Error {
+  enum Kind { Sum, Mean, Extremum };
+  auto reduce = [](Kind kind) {
+    return [kind](GradBuilder &b, const Node &n, llvm::ArrayRef<Value *> d, std::vector<Value *> &dIn) -> llvm::Error {
       Value *x = n.input(0);
       const Shape &xs = x->type().shape;
       std::vector<int64_t> axes = n.intsAttr("axes");
@@ -66,13 +67,29 @@ void addNormGrads(std::map<std::string, GradFn> &t) {
         kept.push_back(reduced[i] ? 1 : xs[i]);
         count *= reduced[i] ? xs[i] : 1;
       }
+      if (kind == Extremum) {
+        // The gradient goes to the elements equal to the max (min), shared
+        // evenly among ties (as torch.amax/amin).
+        DType t = x->type().dtype;
+        std::vector<int64_t> reducedAxes;
+        for (size_t i = 0; i < xs.size(); ++i)
+          if (reduced[i])
+            reducedAxes.push_back(static_cast<int64_t>(i));
+        Value *hit = b.op("Cast", {b.op("Equal", {x, b.reshape(n.output(), kept)})},
+                          {{"to", Attribute::ofInt(dtypeToOnnx(t))}});
+        Value *ties = b.op("ReduceSum", {hit, b.ints(reducedAxes)}, keep());
+        dIn[0] = b.op("Mul", {b.op("Div", {hit, ties}), b.reshape(d[0], kept)});
+        return llvm::Error::success();
+      }
       Value *g = b.op("Expand", {b.reshape(d[0], kept), b.ints(std::vector<int64_t>(xs.begin(), xs.end()))});
-      dIn[0] = mean ? b.op("Div", {g, b.scalar(static_cast<double>(count), x->type().dtype)}) : g;
+      dIn[0] = kind == Mean ? b.op("Div", {g, b.scalar(static_cast<double>(count), x->type().dtype)}) : g;
       return llvm::Error::success();
     };
   };
-  t["ReduceSum"] = reduce(false);
-  t["ReduceMean"] = reduce(true);
+  t["ReduceSum"] = reduce(Sum);
+  t["ReduceMean"] = reduce(Mean);
+  t["ReduceMax"] = reduce(Extremum);
+  t["ReduceMin"] = reduce(Extremum);
 }
 
 } // namespace partita

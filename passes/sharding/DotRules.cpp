@@ -22,9 +22,9 @@ RuleResult matmulForward(const RuleContext &c) {
   int64_t ra = c.rank(0), rb = c.rank(1), ro = static_cast<int64_t>(c.outShape().size());
   if (ra < 2 || rb < 2)
     return allReplicated(c.node);
-  if (a.partial && b.isReplicated())
+  if (a.isPartialSum() && b.isReplicated())
     return RuleResult{{a, b}, {Layout::partialSum()}};
-  if (b.partial && a.isReplicated())
+  if (b.isPartialSum() && a.isReplicated())
     return RuleResult{{a, b}, {Layout::partialSum()}};
   if (a.dim == ra - 1 && b.dim == rb - 2 && a.outer == 1 && b.outer == 1)
     return RuleResult{{a, b}, {Layout::partialSum()}};

@@ -30,7 +30,7 @@ std::vector<Layout> operandsFor(const RuleContext &c, int64_t outDim, int64_t ou
 
 bool partialPassesThrough(const RuleContext &c) {
   const Node &n = c.node;
-  auto partialAt = [&](size_t i) { return c.actual[i].partial; };
+  auto partialAt = [&](size_t i) { return c.actual[i].isPartialSum(); };
   auto replicatedAt = [&](size_t i) { return c.actual[i].isReplicated(); };
   size_t count = n.numInputs();
   if (count == 0 || !c.node.input(0))

@@ -6,7 +6,7 @@ namespace partita {
 
 std::string Layout::str() const {
   if (partial)
-    return "partial";
+    return max ? "partial_max" : "partial";
   if (dim < 0)
     return "R";
   return "S(" + std::to_string(dim) + (outer != 1 ? ",outer=" + std::to_string(outer) : "") + ")";
@@ -23,6 +23,7 @@ Layout layoutOf(const Value *v, llvm::StringRef axis) {
       l.outer = s.outerOf(d);
     }
   l.partial = std::find(s.partial.begin(), s.partial.end(), axis) != s.partial.end();
+  l.max = l.partial && s.partialMax;
   return l;
 }
 
@@ -42,8 +43,10 @@ void setLayout(Value *v, llvm::StringRef axis, const Layout &l) {
   }
   if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
     s.outer.clear();
-  if (l.partial)
+  if (l.partial) {
     s.partial.push_back(axis.str());
+    s.partialMax = l.max;
+  }
   v->sharding() = s;
 }
 
@@ -56,8 +59,10 @@ Sharding toSharding(const Layout &l, llvm::StringRef axis, size_t rank) {
       s.outer[l.dim] = l.outer;
     }
   }
-  if (l.partial)
+  if (l.partial) {
     s.partial.push_back(axis.str());
+    s.partialMax = l.max;
+  }
   return s;
 }
 

@@ -2,7 +2,8 @@
 //
 // Normalisations keep any split outside the dims they normalise over;
 // reductions keep splits of the dims they do not reduce, and ReduceSum over
-// a split dim yields a partial sum.
+// a split dim yields a partial sum (ReduceMax: a partial max, as in Megatron's
+// vocab-parallel cross-entropy).
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "passes/sharding/ShardingRules.h"
@@ -51,9 +52,9 @@ std::vector<bool> reducedDims(const RuleContext &c) {
 
 RuleResult reduceForward(const RuleContext &c) {
   const Layout &x = c.actual[0];
-  bool sum = c.node.is("ReduceSum");
+  bool sum = c.node.is("ReduceSum"), max = c.node.is("ReduceMax");
   std::vector<Layout> ops(c.node.numInputs(), Layout::replicated());
-  if (x.partial && sum) {
+  if ((x.isPartialSum() && sum) || (x.partial && x.max && max)) {
     ops[0] = x;
     return RuleResult{ops, {x}};
   }
@@ -62,7 +63,9 @@ RuleResult reduceForward(const RuleContext &c) {
   auto reduced = reducedDims(c);
   ops[0] = x;
   if (reduced[x.dim])
-    return sum ? RuleResult{ops, {Layout::partialSum()}} : allReplicated(c.node);
+    // Over a split dim a sum or max is a per-rank partial, reduced later.
+    return sum ? RuleResult{ops, {Layout::partialSum()}}
+               : max ? RuleResult{ops, {Layout::partialMax()}} : allReplicated(c.node);
   int64_t out = x.dim;
   if (!c.node.intAttr("keepdims", 1))
     for (int64_t d = 0; d < x.dim; ++d)

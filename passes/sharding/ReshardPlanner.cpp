@@ -17,7 +17,13 @@ llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const L
   using K = CollectiveKind;
   if (from == to)
     return std::vector<ReshardStep>{};
-  if (from.partial) {
+  if (from.partial && from.max && !to.partial) {
+    std::vector<ReshardStep> steps{{K::AllReduce, -1, 1, true}};
+    if (to.dim >= 0)
+      steps.push_back({K::ShardSlice, to.dim, to.outer});
+    return steps;
+  }
+  if (from.partial && !from.max) {
     if (to.isReplicated())
       return std::vector<ReshardStep>{{K::AllReduce}};
     if (to.dim >= 0 && !to.partial)
@@ -32,7 +38,7 @@ llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const L
   }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "no reshard from " + from.str() + " to " + to.str() +
-                                     " (a partial sum cannot be created by communication)");
+                                     " (a partial sum or max cannot be created by communication)");
 }
 
 Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::StringRef axis,
@@ -41,6 +47,8 @@ Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::Str
   n->setAttr("axis", Attribute::ofString(axis.str()));
   if (step.kind != CollectiveKind::AllReduce)
     n->setAttr("dim", Attribute::ofInt(step.dim));
+  if (step.max)
+    n->setAttr("reduce", Attribute::ofString("max"));
   if (step.outer != 1)
     n->setAttr("outer", Attribute::ofInt(step.outer));
   n->output()->type() = input->type();

@@ -5,6 +5,7 @@
 //   Partial -> R     all-reduce          Partial -> S(d)  reduce-scatter(d)
 //   S(a)    -> R     all-gather(a)       R       -> S(d)  local slice (no communication)
 //   S(a)    -> S(b)  all-gather(a), then local slice(b)
+//   Partial max -> R all-reduce(max)   Partial max -> S(d)  all-reduce(max), local slice(d)
 // Collective nodes are made by one factory, makeCollective().
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -19,6 +20,7 @@ struct ReshardStep {
   CollectiveKind kind;
   int64_t dim = -1;  // gathered / scattered / sliced dimension
   int64_t outer = 1; // its outer factor (Layout::outer)
+  bool max = false;  // AllReduce: reduce by max instead of sum
 };
 
 llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const Layout &to);

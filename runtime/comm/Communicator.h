@@ -19,8 +19,9 @@ public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  /// In-place sum over the group.
-  virtual llvm::Error allReduce(void *buf, size_t count, DType dtype) = 0;
+  enum class ReduceOp { Sum, Max };
+  /// In-place sum (or max) over the group.
+  virtual llvm::Error allReduce(void *buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum) = 0;
   /// recv holds size() blocks of `count` elements; block r comes from rank r.
   virtual llvm::Error allGather(const void *send, void *recv, size_t count, DType dtype) = 0;
   /// send holds size() blocks of `count`; recv gets the sum of every rank's block rank().
@@ -53,7 +54,7 @@ public:
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  llvm::Error allReduce(void *buf, size_t count, DType dtype) override;
+  llvm::Error allReduce(void *buf, size_t count, DType dtype, ReduceOp op = ReduceOp::Sum) override;
   llvm::Error allGather(const void *send, void *recv, size_t count, DType dtype) override;
   llvm::Error reduceScatter(const void *send, void *recv, size_t count, DType dtype) override;
   llvm::Error broadcast(void *buf, size_t count, DType dtype, int root) override;

@@ -57,11 +57,12 @@ llvm::Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::split(int colo
   return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(p, true));
 }
 
-llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype) {
+llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, ReduceOp op) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, MPI_SUM, asComm(comm_)),
+  return check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
+                             asComm(comm_)),
                "MPI_Allreduce");
 }
 

@@ -18,7 +18,9 @@ enum class Coll { AllReduce, AllGather, ReduceScatter };
 
 class CollectiveKernel final : public Kernel {
 public:
-  CollectiveKernel(const Node &n, Coll kind) : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")) {
+  CollectiveKernel(const Node &n, Coll kind)
+      : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")),
+        reduce_(n.stringAttr("reduce", "sum") == "max" ? Communicator::ReduceOp::Max : Communicator::ReduceOp::Sum) {
     const Value *whole = kind == Coll::AllGather ? n.output() : n.input(0);
     const Shape &s = whole->type().shape;
     int64_t dim = normalizeAxis(n.intAttr("dim", 0), static_cast<int64_t>(s.size()));
@@ -49,7 +51,7 @@ public:
     case Coll::AllReduce:
       if (out != in)
         std::memcpy(out, in, ctx.outputs[0].bytes());
-      return comm->allReduce(out, ctx.outputs[0].numel(), dt);
+      return comm->allReduce(out, ctx.outputs[0].numel(), dt, reduce_);
     case Coll::AllGather: {
       if (outer_ == 1)
         return comm->allGather(in, out, blockElems, dt);
@@ -80,6 +82,7 @@ private:
   const Node &node_;
   Coll kind_;
   std::string axis_;
+  Communicator::ReduceOp reduce_;
   int64_t parts_ = 1, outer_ = 1;
   size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
   std::vector<char> staging_;

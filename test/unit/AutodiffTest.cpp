@@ -150,6 +150,9 @@ const Case kCases[] = {
     {"reduce_sum", "graph @g(%a: f64[2,3,4]) opset 17 {\n %ax = Constant() {value = dense<i64[2]>[0, 2]} : i64[2]\n"
                    " %y = ReduceSum(%a, %ax) {keepdims = 0} : f64[3]\n return %y\n}"},
     {"reduce_mean", "graph @g(%a: f64[2,3]) opset 17 {\n %y = ReduceMean(%a) {axes = [-1]} : f64[2,1]\n return %y\n}"},
+    {"reduce_max", "graph @g(%a: f64[2,3,4]) opset 17 {\n %y = ReduceMax(%a) {axes = [-1], keepdims = 0} : f64[2,3]\n"
+                   " return %y\n}"},
+    {"reduce_min_all", "graph @g(%a: f64[2,3]) opset 17 {\n %y = ReduceMin(%a) : f64[1,1]\n return %y\n}"},
     {"reshape_transpose", "graph @g(%a: f64[2,6]) opset 17 {\n %s = Constant() {value = dense<i64[3]>[2, 3, 2]} : i64[3]\n"
                           " %r = Reshape(%a, %s) : f64[2,3,2]\n %y = Transpose(%r) {perm = [2, 0, 1]} : f64[2,2,3]\n"
                           " return %y\n}"},
