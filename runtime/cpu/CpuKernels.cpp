@@ -13,6 +13,7 @@ void registerCpuKernels(KernelRegistry &r) {
   cpu::registerCollectiveKernels(r);
   cpu::registerReduceKernels(r);
   cpu::registerOptimizerKernels(r);
+  cpu::registerFusedElementwiseKernel(r);
 }
 
 namespace cpu {

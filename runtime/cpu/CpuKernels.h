@@ -6,6 +6,7 @@ namespace partita::rt::cpu {
 
 void registerFallbackKernels(KernelRegistry &r);
 void registerGemmKernels(KernelRegistry &r);
+void registerFusedElementwiseKernel(KernelRegistry &r);
 void registerElementwiseKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerMovementKernels(KernelRegistry &r);

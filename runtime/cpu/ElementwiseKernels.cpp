@@ -38,11 +38,6 @@ template <typename F> void addUnary(KernelRegistry &r, llvm::StringRef op, F f) 
   });
 }
 
-inline float geluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
-inline float geluTanh(float x) {
-  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + fastTanh(u));
-}
 
 // ---- binary with broadcasting ------------------------------------------------
 /// Broadcast access pattern: the output is walked row by row (last dim); each

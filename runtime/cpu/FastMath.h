@@ -37,4 +37,29 @@ inline float fastTanh(float x) {
   return x < 0 ? -t : t;
 }
 
+/// Sums with 16 independent partial sums (one vector of lanes): a single
+/// running sum is a dependency chain GCC may not vectorize without
+/// -ffast-math. The order is fixed, so results are deterministic.
+template <typename Acc, typename F> inline Acc laneSum(int64_t n, F term) {
+  constexpr int64_t kLanes = 16;
+  Acc part[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j)
+      part[j] += static_cast<Acc>(term(i + j));
+  Acc total = 0;
+  for (; i < n; ++i)
+    total += static_cast<Acc>(term(i));
+  for (int64_t j = 0; j < kLanes; ++j)
+    total += part[j];
+  return total;
+}
+
+inline float geluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+inline float geluTanh(float x) {
+  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + fastTanh(u));
+}
+
 } // namespace partita::rt::cpu

@@ -60,6 +60,8 @@ struct MatMulOptions {
   float alpha = 1.0f;
   /// Elementwise epilogue fused as a oneDNN post-op (undef: none).
   dnnl::algorithm epilogue = dnnl::algorithm::undef;
+  /// A Transpose of the product fused by writing it through strides (empty: none).
+  std::vector<int64_t> outPerm;
 };
 
 bool isRowMajor(const dims &d, const dims &st) {
@@ -78,8 +80,10 @@ public:
     auto k = std::unique_ptr<MatMulKernel>(new MatMulKernel());
     Shape as = a.logicalShape(), bs = b.logicalShape();
     dims ast = a.logicalStrides(), bst = b.logicalStrides();
+    if (!o.outPerm.empty() && (as.size() < 2 || bs.size() < 2 || o.outPerm.size() != std::max(as.size(), bs.size())))
+      return kernelError(n, "a transposed result needs matrix operands of the result's rank");
     // A 2-D right operand applies to every row of a row-major left one: one 2-D GEMM.
-    if (bs.size() == 2 && as.size() > 2 && isRowMajor(dims(as.begin(), as.end()), ast)) {
+    if (bs.size() == 2 && as.size() > 2 && o.outPerm.empty() && isRowMajor(dims(as.begin(), as.end()), ast)) {
       int64_t k0 = as.back();
       as = Shape{numElements(as) / std::max<int64_t>(k0, 1), k0};
       ast = rowMajorStrides(dims(as.begin(), as.end()));
@@ -118,7 +122,16 @@ public:
       }
       k->aDesc_ = plainDesc(ad, ast);
       k->bDesc_ = plainDesc(bd, bst);
-      k->cDesc_ = plainDesc(cd, rowMajorStrides(cd));
+      dims cst = rowMajorStrides(cd);
+      if (!o.outPerm.empty()) { // result dim perm[j] is dim j of the transposed, row-major output
+        dims yd(rank), ys;
+        for (size_t j = 0; j < rank; ++j)
+          yd[j] = cd[o.outPerm[j]];
+        ys = rowMajorStrides(yd);
+        for (size_t j = 0; j < rank; ++j)
+          cst[o.outPerm[j]] = ys[j];
+      }
+      k->cDesc_ = plainDesc(cd, cst);
       // B is copied into oneDNN's blocked layout when it is constant (once),
       // or when its rows are a multiple of 4 KiB apart: every row of a K-block
       // then falls into the same cache set and the GEMM runs ~2.5x slower
@@ -152,6 +165,8 @@ public:
         k->bEveryRun_ = blockedB = true;
         pd = build(k->aPacked_ ? k->aPacked_.get_desc() : k->aDesc_);
       }
+      if (!o.outPerm.empty() && llvm::StringRef(pd.impl_info_str()).startswith("ref"))
+        return kernelError(n, "oneDNN has no optimized matmul writing this transposed result");
       k->prim_ = dnnl::matmul(pd);
       k->bPrimDesc_ = pd.weights_desc();
       k->biasDesc_ = pd.bias_desc();
@@ -258,7 +273,9 @@ llvm::Expected<std::unique_ptr<Kernel>> makeMatMulWith(const Node &n, const std:
   }
   MatMulOptions o;
   o.hasBias = n.is("Linear", "partita");
-  if (epilogue)
+  if (epilogue && epilogue->is("Transpose")) {
+    o.outPerm = operandOf(*epilogue, 0, epilogue).perm;
+  } else if (epilogue)
     o.epilogue = llvm::StringSwitch<dnnl::algorithm>(epilogue->qualifiedOp())
                      .Case("partita.Gelu", dnnl::algorithm::eltwise_gelu_erf)
                      .Case("partita.FastGelu", dnnl::algorithm::eltwise_gelu_tanh)
@@ -300,8 +317,9 @@ void registerGemmKernels(KernelRegistry &r) {
   r.add("partita.Linear", DeviceKind::CPU, makeMatMul);
   r.add("Gemm", DeviceKind::CPU, makeGemm);
   for (const char *producer : {"MatMul", "partita.Linear"}) {
-    // Activations fused as oneDNN post-ops.
-    for (const char *consumer : {"partita.Gelu", "partita.FastGelu", "Relu"})
+    // Activations fused as oneDNN post-ops; a Transpose of the product by
+    // writing it through strides (attention's heads back to [B, T, H, D]).
+    for (const char *consumer : {"partita.Gelu", "partita.FastGelu", "Relu", "Transpose"})
       r.addEpilogue(producer, consumer, DeviceKind::CPU,
                     [](const Node &p, const Node &c) { return makeMatMulWith(p, {}, &c); });
     // Transposed operands read through strides (the backward pass's dW = x^T dy).

@@ -1,6 +1,7 @@
 //===- NormKernels.cpp - Softmax, LogSoftmax, LayerNormalization (f32) ----===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Dnnl.h"
 #include "runtime/cpu/Parallel.h"
 #include <cmath>
@@ -78,15 +79,11 @@ public:
       for (int64_t r = b; r < e; ++r) {
         const float *px = x + r * len;
         float *py = y + r * len;
-        float sum = 0;
-        for (int64_t i = 0; i < len; ++i)
-          sum += px[i];
-        float mean = sum / static_cast<float>(len);
-        float sq = 0;
-        for (int64_t i = 0; i < len; ++i) {
+        float mean = laneSum<float>(len, [&](int64_t i) { return px[i]; }) / static_cast<float>(len);
+        float sq = laneSum<float>(len, [&](int64_t i) {
           float d = px[i] - mean;
-          sq += d * d;
-        }
+          return d * d;
+        });
         float rstd = 1.0f / std::sqrt(sq / static_cast<float>(len) + eps_);
         // scale/bias broadcast over the normalized dims (trailing-aligned);
         // the common case (both cover them exactly) is a plain vector loop.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Parallel.h"
 
 namespace partita::rt::cpu {
@@ -55,10 +56,7 @@ public:
       parallelFor(outCount_, 16, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
           const float *row = x + o * len;
-          double acc = 0;
-          for (int64_t i = 0; i < len; ++i)
-            acc += row[i];
-          y[o] = static_cast<float>(acc / div);
+          y[o] = static_cast<float>(laneSum<double>(len, [&](int64_t i) { return row[i]; }) / div);
         }
       });
       return llvm::Error::success();

@@ -1,5 +1,6 @@
 //===- Program.cpp --------------------------------------------------------===//
 #include "runtime/executor/Program.h"
+#include "runtime/executor/ElementwiseClusters.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -99,7 +100,43 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     if (readInPlaceByUsers(g, *n, device.kind()))
       readInPlace.insert(n);
   absorbed.insert(readInPlace.begin(), readInPlace.end());
+  // Elementwise clusters run as one step where their last node is; nodes
+  // fused otherwise (read in place, epilogues) stay out of them.
+  std::vector<ElementwiseCluster> clusters;
+  llvm::DenseMap<const Node *, size_t> clusterAt;
+  const ClusterFusion *clusterFusion = registry.clusterFusion(device.kind());
+  if (clusterFusion) {
+    llvm::DenseSet<const Node *> excluded(readInPlace);
+    for (const Node *n : g.nodes())
+      if (const Node *e = fusibleEpilogue(g, *n, device.kind()); e && !readInPlace.count(e))
+        excluded.insert(e);
+    clusters = formElementwiseClusters(g, clusterFusion->fusible, excluded);
+    for (size_t c = 0; c < clusters.size(); ++c) {
+      absorbed.insert(clusters[c].nodes.begin(), clusters[c].nodes.end());
+      clusterAt[clusters[c].nodes.back()] = c;
+    }
+  }
   for (const Node *n : g.nodes()) {
+    if (auto it = clusterAt.find(n); it != clusterAt.end()) {
+      const ElementwiseCluster &cl = clusters[it->second];
+      auto made = clusterFusion->make(cl);
+      if (!made)
+        return made.takeError();
+      Step step{n, std::move(*made), {}, {}, "fused elementwise"};
+      for (const Value *in : cl.inputs) {
+        if (!slotOf.count(in))
+          return loadError("node " + n->describe() + ": fused cluster input '" + in->name() +
+                           "' is not computed before the cluster runs");
+        step.inputs.push_back(slotOf.lookup(in));
+      }
+      for (const Value *out : cl.outputs) {
+        auto oi = outputIndex.find(out);
+        step.outputs.push_back(oi != outputIndex.end() ? newSlot(out, Home::Output, oi->second)
+                                                       : newSlot(out, Home::Arena, 0));
+      }
+      p->steps_.push_back(std::move(step));
+      continue;
+    }
     if (absorbed.count(n))
       continue;
     if (n->is("Weight") || n->is("Constant")) {
@@ -139,11 +176,19 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
         producers[k] = in->definingNode();
     }
     bool fusedOperands = std::any_of(producers.begin(), producers.end(), [](const Node *p) { return p; });
+    const Node *epilogue = fusibleEpilogue(g, *n, device.kind());
+    if (epilogue && readInPlace.count(epilogue))
+      epilogue = nullptr; // its consumers read it in place already
     if (fusedOperands) {
       const Node *producer = *std::find_if(producers.begin(), producers.end(), [](const Node *p) { return p; });
-      const Node *epilogue = fusibleEpilogue(g, *n, device.kind());
-      auto made = (*registry.findOperandFusion(n->qualifiedOp(), producer->qualifiedOp(), device.kind()))(
-          *n, producers, epilogue);
+      const OperandFusionFactory &make =
+          *registry.findOperandFusion(n->qualifiedOp(), producer->qualifiedOp(), device.kind());
+      auto made = make(*n, producers, epilogue);
+      if (!made && epilogue) { // without the epilogue, which then runs by itself
+        llvm::consumeError(made.takeError());
+        epilogue = nullptr;
+        made = make(*n, producers, nullptr);
+      }
       if (!made)
         return made.takeError();
       kernel = std::move(*made);
@@ -151,7 +196,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
         absorbed.insert(epilogue);
         last = epilogue;
       }
-    } else if (const Node *epilogue = fusibleEpilogue(g, *n, device.kind())) {
+    } else if (epilogue) {
       auto fused = (*registry.findEpilogue(n->qualifiedOp(), epilogue->qualifiedOp(), device.kind()))(*n, *epilogue);
       if (fused) {
         kernel = std::move(*fused);
@@ -311,7 +356,9 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
           onOutput_(index, outs[k]);
     if (profiling_) {
       device_.synchronize();
-      auto &entry = profile_[std::getenv("PARTITA_PROFILE_NODES") ? step.node->describe() : step.node->qualifiedOp()];
+      auto &entry = profile_[std::getenv("PARTITA_PROFILE_NODES") ? step.node->describe()
+                             : step.label.empty()                ? step.node->qualifiedOp()
+                                                                 : step.label];
       entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++entry.second;
     }

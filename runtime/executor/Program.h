@@ -90,6 +90,7 @@ private:
     std::unique_ptr<Kernel> kernel;
     std::vector<int> inputs;  // slot ids, -1 for omitted
     std::vector<int> outputs; // slot ids
+    std::string label;        // profile key when not the node's op (a fused cluster)
   };
 
   void *addressOf(const Slot &s) const;

@@ -50,6 +50,21 @@ using EpilogueFactory =
 using OperandFusionFactory = std::function<llvm::Expected<std::unique_ptr<Kernel>>(
     const Node &consumer, const std::vector<const Node *> &producers, const Node *epilogue)>;
 
+/// Elementwise nodes of one output shape run as one kernel (formed by the
+/// executor, see ElementwiseClusters.h).
+struct ElementwiseCluster {
+  std::vector<const Node *> nodes;    // program order; the last one is where it runs
+  std::vector<const Value *> inputs;  // read from outside (graph inputs, weights, other steps)
+  std::vector<const Value *> outputs; // written out: read outside the cluster, or graph outputs
+};
+
+/// A device's cluster fusion: which nodes it can fuse, and the kernel
+/// running a cluster of them (inputs and outputs bound in the cluster's order).
+struct ClusterFusion {
+  std::function<bool(const Node &)> fusible;
+  std::function<llvm::Expected<std::unique_ptr<Kernel>>(const ElementwiseCluster &)> make;
+};
+
 /// Error naming the node, for factories and kernels.
 llvm::Error kernelError(const Node &node, const llvm::Twine &msg);
 

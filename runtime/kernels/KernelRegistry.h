@@ -27,7 +27,15 @@ public:
   const OperandFusionFactory *findOperandFusion(llvm::StringRef consumer, llvm::StringRef producer,
                                                 DeviceKind device) const;
 
+  void setClusterFusion(DeviceKind device, ClusterFusion f) { clusterFusion_[static_cast<int>(device)] = std::move(f); }
+  /// Null when the device fuses no elementwise clusters.
+  const ClusterFusion *clusterFusion(DeviceKind device) const {
+    const ClusterFusion &f = clusterFusion_[static_cast<int>(device)];
+    return f.make ? &f : nullptr;
+  }
+
 private:
+  ClusterFusion clusterFusion_[2];
   llvm::StringMap<KernelFactory> factories_[2];
   llvm::StringMap<EpilogueFactory> epilogues_[2];
   llvm::StringMap<OperandFusionFactory> operandFusions_[2];

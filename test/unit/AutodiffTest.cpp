@@ -152,6 +152,8 @@ const Case kCases[] = {
     {"reduce_mean", "graph @g(%a: f64[2,3]) opset 17 {\n %y = ReduceMean(%a) {axes = [-1]} : f64[2,1]\n return %y\n}"},
     {"reduce_max", "graph @g(%a: f64[2,3,4]) opset 17 {\n %y = ReduceMax(%a) {axes = [-1], keepdims = 0} : f64[2,3]\n"
                    " return %y\n}"},
+    {"transpose_of_transpose", "graph @g(%a: f64[2,3,4]) opset 17 {\n %t = Transpose(%a) {perm = [0, 2, 1]} : f64[2,4,3]\n"
+                               " %y = Transpose(%t) {perm = [2, 1, 0]} : f64[3,4,2]\n return %y\n}"},
     {"reduce_min_all", "graph @g(%a: f64[2,3]) opset 17 {\n %y = ReduceMin(%a) : f64[1,1]\n return %y\n}"},
     {"reshape_transpose", "graph @g(%a: f64[2,6]) opset 17 {\n %s = Constant() {value = dense<i64[3]>[2, 3, 2]} : i64[3]\n"
                           " %r = Reshape(%a, %s) : f64[2,3,2]\n %y = Transpose(%r) {perm = [2, 0, 1]} : f64[2,2,3]\n"

@@ -153,6 +153,88 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"plain_collapsed", {2, 3, 4}, {4, 6}, {}, {}}),
     [](const ::testing::TestParamInfo<Case> &info) { return std::string(info.param.name); });
 
+TEST(Program, MatMulWritesTransposedResult) {
+  // y = Transpose(a @ b, [0, 2, 1, 3]): attention's [B, H, T, D] -> [B, T, H, D],
+  // written through strides by the matmul (epilogue), then read by a Reshape view.
+  Shape as{2, 3, 5, 4}, bs{2, 3, 4, 6};
+  std::vector<float> a = randomValues(numElements(as), 5), b = randomValues(numElements(bs), 6);
+  Shape ps, ys;
+  std::vector<float> want = transposed(matmul(a, as, b, bs), {2, 3, 5, 6}, {0, 2, 1, 3}, ys);
+  auto g = parseGraph("graph @g(%a: f32[2,3,5,4], %b: f32[2,3,4,6]) opset 17 {\n"
+                      "  %p = MatMul(%a, %b) : f32[2,3,5,6]\n"
+                      "  %t = Transpose(%p) {perm = [0, 2, 1, 3]} : f32[2,5,3,6]\n"
+                      "  %s = Constant() {value = dense<i64[3]>[2, 5, 18]} : i64[3]\n"
+                      "  %r = Reshape(%t, %s) : f32[2,5,18]\n"
+                      "  %one = Constant() {value = dense<f32[]>[1.0]} : f32[]\n"
+                      "  %y = Mul(%r, %one) : f32[2,5,18]\n"
+                      "  return %y\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  EXPECT_EQ((*program)->stats().numKernels, 2u); // matmul+transpose, mul; the reshape is a view
+  llvm::StringMap<rt::TensorView> feeds;
+  feeds["a"] = rt::TensorView{DType::F32, as, a.data()};
+  feeds["b"] = rt::TensorView{DType::F32, bs, b.data()};
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  expectClose(want, (*outs)[0].as<float>());
+}
+
+TEST(Program, ElementwiseClusterMatchesFormula) {
+  // Broadcast operands along rows ([4]) and inside ([2,1,4], [2,3,1]),
+  // scalars, bool values (Equal, Not, Cast, Where), a value also read outside
+  // the cluster mid-way (by ReduceSum), and a bool graph output.
+  auto g = parseGraph("graph @g(%x: f32[2,3,4], %r: f32[4], %c: f32[2,1,4]) opset 17 {\n"
+                      "  %a = Mul(%x, %r) : f32[2,3,4]\n"
+                      "  %b = Add(%a, %c) : f32[2,3,4]\n"
+                      "  %zero = Constant() {value = dense<f32[]>[0.0]} : f32[]\n"
+                      "  %seven = Constant() {value = dense<f32[]>[7.0]} : f32[]\n"
+                      "  %e = Equal(%x, %zero) : bool[2,3,4]\n"
+                      "  %w = Where(%e, %seven, %b) : f32[2,3,4]\n"
+                      "  %n = Not(%e) : bool[2,3,4]\n"
+                      "  %nc = Cast(%n) {to = 1} : f32[2,3,4]\n"
+                      "  %t = Tanh(%w) : f32[2,3,4]\n"
+                      "  %s = Mul(%t, %nc) : f32[2,3,4]\n"
+                      "  %ax = Constant() {value = dense<i64[1]>[2]} : i64[1]\n"
+                      "  %sum = ReduceSum(%a, %ax) {keepdims = 1} : f32[2,3,1]\n"
+                      "  %y = Add(%s, %sum) : f32[2,3,4]\n"
+                      "  return %y, %e\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  EXPECT_LT((*program)->stats().numKernels, 6u); // 10 elementwise nodes and a ReduceSum
+  std::vector<float> x = randomValues(24, 7), r = randomValues(4, 8), c = randomValues(8, 9);
+  x[0] = x[5] = x[23] = 0.0f;
+  llvm::StringMap<rt::TensorView> feeds;
+  feeds["x"] = rt::TensorView{DType::F32, {2, 3, 4}, x.data()};
+  feeds["r"] = rt::TensorView{DType::F32, {4}, r.data()};
+  feeds["c"] = rt::TensorView{DType::F32, {2, 1, 4}, c.data()};
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  std::vector<float> y(24);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double rowSum = 0;
+      for (int k = 0; k < 4; ++k)
+        rowSum += x[(i * 3 + j) * 4 + k] * r[k];
+      for (int k = 0; k < 4; ++k) {
+        int idx = (i * 3 + j) * 4 + k;
+        float a = x[idx] * r[k], b = a + c[i * 4 + k];
+        bool e = x[idx] == 0.0f;
+        float w = e ? 7.0f : b;
+        y[idx] = std::tanh(w) * (e ? 0.0f : 1.0f) + static_cast<float>(rowSum);
+      }
+    }
+  expectClose(y, (*outs)[0].as<float>());
+  const uint8_t *e = (*outs)[1].as<uint8_t>();
+  for (int i = 0; i < 24; ++i)
+    EXPECT_EQ(e[i] != 0, x[i] == 0.0f) << "element " << i;
+}
+
 TEST(Program, ReshapeViewsShareBytesAndOutputsBind) {
   // y = Reshape(x) * 2 read twice; z = Reshape(y) is a graph output (copied
   // into its buffer); w = x + 1 is bound to a caller buffer.
