@@ -85,6 +85,8 @@ public:
                                 n->output()->name() + ".shape"));
       else if (n->is("Gather") && layoutMap.lookup(n->input(0)).dim == 0 && outLayout.partial)
         maskedGather(g, n);
+      else if (n->is("EmbeddingGrad", "partita") && outLayout.dim == 0) // this rank's block of rows
+        n->setAttr("offset", Attribute::ofInt(offset(n->output()->type().shape[0])));
     }
     g.mesh = Mesh();
     return llvm::Error::success();

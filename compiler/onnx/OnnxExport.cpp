@@ -72,6 +72,20 @@ struct FunctionBuilder {
     n->add_output(out);
     return out;
   }
+  /// The last node made gets an attribute.
+  onnx::AttributeProto &attr(const std::string &name) {
+    auto *a = f.mutable_node(f.node_size() - 1)->add_attribute();
+    a->set_name(name);
+    return *a;
+  }
+  std::string ints(std::vector<int64_t> v) {
+    std::string c = node("Constant", {});
+    auto &a = attr("value_ints");
+    a.set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v)
+      a.add_ints(x);
+    return c;
+  }
   /// A scalar constant cast to the input's element type.
   std::string scalar(double v, const std::string &like) {
     std::string c = "t" + std::to_string(counter++);
@@ -113,6 +127,27 @@ void addFunction(onnx::ModelProto &m, const std::string &name, int64_t opset) {
     std::string t = b.node("Tanh", {b.node("Mul", {inner, b.scalar(0.7978845608028654, "X")})});
     std::string h = b.node("Mul", {"X", b.node("Add", {t, b.scalar(1.0, "X")})});
     b.node("Mul", {h, b.scalar(0.5, "X")}, "Y");
+  } else if (name == "EmbeddingGrad") { // ScatterND-add of dy rows into zeros, ids outside the block dropped
+    for (const char *i : {"Table", "Ids", "Dy"})
+      f->add_input(i);
+    f->add_output("Y");
+    f->add_attribute("offset");
+    std::string off = b.node("Constant", {});
+    auto &ref = b.attr("value_int");
+    ref.set_type(onnx::AttributeProto::INT);
+    ref.set_ref_attr_name("offset");
+    std::string local = b.node("Sub", {"Ids", b.node("CastLike", {off, "Ids"})});
+    std::string rows = b.node("CastLike", {b.node("Gather", {b.node("Shape", {"Table"}), b.ints({0})}), "Ids"});
+    std::string zero = b.node("CastLike", {b.ints({0}), "Ids"});
+    std::string valid = b.node("And", {b.node("GreaterOrEqual", {local, zero}), b.node("Less", {local, rows})});
+    std::string idx = b.node("Unsqueeze", {b.node("Where", {valid, local, zero}), b.ints({-1})});
+    std::string keep = b.node("CastLike", {b.node("Unsqueeze", {valid, b.ints({-1})}), "Dy"});
+    std::string updates = b.node("Mul", {"Dy", keep});
+    std::string zeros = b.node("CastLike", {b.node("ConstantOfShape", {b.node("Shape", {"Table"})}), "Table"});
+    b.node("ScatterND", {zeros, idx, updates}, "Y");
+    auto &red = b.attr("reduction");
+    red.set_type(onnx::AttributeProto::STRING);
+    red.set_s("add");
   }
 }
 
@@ -130,7 +165,8 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     // CastLike (opset 15) is used inside the function bodies.
     if (n->domain() == "partita") {
       partitaOps.insert(n->op());
-      opset = std::max<int64_t>(opset, 15);
+      // CastLike (15) in the function bodies; ScatterND's reduction (16).
+      opset = std::max<int64_t>(opset, n->op() == "EmbeddingGrad" ? 16 : 15);
     }
   }
   auto *imp = m.add_opset_import();
@@ -143,7 +179,7 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     // Compute ops get ONNX function bodies; collectives and the fused
     // optimizer update stay custom ops that Partita's runtime implements.
     for (const auto &op : partitaOps) {
-      if (op == "Linear" || op == "Gelu" || op == "FastGelu")
+      if (op == "Linear" || op == "Gelu" || op == "FastGelu" || op == "EmbeddingGrad")
         addFunction(m, op, opset);
       else if (op != "AllReduce" && op != "AllGather" && op != "ReduceScatter" && op != "AdamW")
         return fail(path, "partita." + op + " cannot be exported (lower it first)");

@@ -20,6 +20,7 @@ const OpRegistry &OpRegistry::get() {
     registerEinsumOp(r);
     registerConvOp(r);
     registerOptimizerOps(r);
+    registerEmbeddingGradOp(r);
     return r;
   }();
   return registry;

@@ -60,6 +60,7 @@ void registerCommOps(OpRegistry &r);
 void registerEinsumOp(OpRegistry &r);
 void registerConvOp(OpRegistry &r);
 void registerOptimizerOps(OpRegistry &r);
+void registerEmbeddingGradOp(OpRegistry &r);
 
 /// Runs inference for `n` given its inputs' types and known values; writes the
 /// result types into its outputs. Unknown op, arity or shape errors name the node.

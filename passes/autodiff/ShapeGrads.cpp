@@ -89,20 +89,13 @@ void addShapeGrads(std::map<std::string, GradFn> &t) {
     dIn[0] = g;
     return llvm::Error::success();
   };
-  // Embedding lookup: dW = onehot(ids)ᵀ · dY (a dense scatter-add).
+  // Embedding lookup: dW[ids[i]] += dY[i] (a scatter-add, partita.EmbeddingGrad).
   t["Gather"] = [](GradBuilder &b, const Node &n, llvm::ArrayRef<Value *> d, std::vector<Value *> &dIn) -> llvm::Error {
     Value *w = n.input(0), *ids = n.input(1);
     if (n.intAttr("axis", 0) != 0 || w->type().rank() != 2)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "autodiff: node " + n.describe() + ": only row lookups of a 2-D table are supported");
-    int64_t rows = w->type().shape[0], width = w->type().shape[1], count = ids->type().numel();
-    std::vector<int64_t> range(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i)
-      range[i] = i;
-    Value *rowIds = b.graph().createConstant(Tensor::fromInts(ids->type().dtype, {1, rows}, range), "grad.rows");
-    Value *col = b.reshape(ids, {count, 1});
-    Value *onehot = b.op("Cast", {b.op("Equal", {col, rowIds})}, {{"to", Attribute::ofInt(dtypeToOnnx(w->type().dtype))}});
-    dIn[0] = b.op("MatMul", {b.transposeLast(onehot), b.reshape(d[0], {count, width})});
+    dIn[0] = b.op("EmbeddingGrad", {w, ids, d[0]}, {{"offset", Attribute::ofInt(0)}}, "partita");
     return llvm::Error::success();
   };
 }

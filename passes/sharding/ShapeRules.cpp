@@ -251,6 +251,20 @@ std::optional<std::vector<Layout>> gatherBackward(const RuleContext &c, const La
   return std::vector<Layout>{Layout::replicated(), Layout::split(want.dim - axis)};
 }
 
+// The gradient of an embedding table takes the table's layout: a row
+// (vocabulary) split accumulates each rank's own rows from the full ids and
+// dy (localize gives it the row offset), a column split needs dy split the
+// same way; no communication either way.
+RuleResult embeddingGradForward(const RuleContext &c) {
+  const Layout &table = c.actual[0];
+  int64_t dyRank = c.rank(2);
+  if (table.dim == 0 && !table.partial)
+    return RuleResult{{table, Layout::replicated(), Layout::replicated()}, {table}};
+  if (table.dim == 1 && !table.partial)
+    return RuleResult{{table, Layout::replicated(), Layout::split(dyRank - 1)}, {table}};
+  return allReplicated(c.node);
+}
+
 RuleResult expandForward(const RuleContext &c) {
   const Layout &in = c.actual[0];
   if (in.dim < 0)
@@ -286,6 +300,7 @@ void addShapeRules(llvm::StringMap<ShardingRule> &t) {
   t["Unsqueeze"] = ShardingRule{squeezeForward, squeezeBackward};
   t["Gather"] = ShardingRule{gatherForward, gatherBackward};
   t["Expand"] = ShardingRule{expandForward, expandBackward};
+  t["partita.EmbeddingGrad"] = ShardingRule{embeddingGradForward, {}};
 }
 
 } // namespace partita

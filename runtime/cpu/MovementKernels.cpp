@@ -115,6 +115,40 @@ private:
   bool idx64_ = true;
 };
 
+/// partita.EmbeddingGrad (f32): zeros, then the row of each id in this
+/// block [offset, offset + rows) accumulates its dy row, ids in order (the
+/// sum is deterministic); threads split the columns.
+class EmbeddingGradKernel final : public Kernel {
+public:
+  explicit EmbeddingGradKernel(const Node &n)
+      : rows_(n.output()->type().shape[0]), width_(n.output()->type().shape[1]),
+        count_(n.input(1)->type().numel()), offset_(n.intAttr("offset", 0)),
+        idx64_(n.input(1)->type().dtype == DType::I64) {}
+  llvm::Error run(KernelContext &ctx) override {
+    float *out = ctx.outputs[0].as<float>();
+    const float *dy = ctx.inputs[2].as<float>();
+    std::memset(out, 0, ctx.outputs[0].bytes());
+    int64_t width = width_;
+    parallelFor(width, 256, [&](int64_t c0, int64_t c1) {
+      for (int64_t k = 0; k < count_; ++k) {
+        int64_t id = idx64_ ? ctx.inputs[1].as<int64_t>()[k] : ctx.inputs[1].as<int32_t>()[k];
+        int64_t row = id - offset_;
+        if (row < 0 || row >= rows_)
+          continue;
+        float *o = out + row * width;
+        const float *d = dy + k * width;
+        for (int64_t c = c0; c < c1; ++c)
+          o[c] += d[c];
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  int64_t rows_, width_, count_, offset_;
+  bool idx64_;
+};
+
 /// Concat and Split: blocks of contiguous bytes along an axis.
 class AxisBlocksKernel final : public Kernel {
 public:
@@ -208,6 +242,11 @@ void registerMovementKernels(KernelRegistry &r) {
   });
   r.add("Gather", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new GatherKernel(n));
+  });
+  r.add("partita.EmbeddingGrad", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (n.output()->type().dtype != DType::F32)
+      return makeFallbackKernel(n);
+    return std::unique_ptr<Kernel>(new EmbeddingGradKernel(n));
   });
   r.add("Concat", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new AxisBlocksKernel(n, true));
