@@ -74,6 +74,8 @@ static cl::opt<bool> progressBar("progress-bar",
 static cl::opt<bool> profile("profile",
                              cl::desc("Rank 0 prints where a training step's time goes (phases, then per op type)"),
                              cl::init(false), BOTH);
+static cl::opt<bool> profileByNode("profile-by-node", cl::desc("With --profile: time per node, not per op type"),
+                                   cl::init(false), BOTH);
 static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
 #undef BOTH
 
@@ -335,8 +337,8 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       phases[name] += std::chrono::duration<double, std::milli>(now - mark).count();
     mark = now;
   };
-  (*fwd)->setProfiling(profile);
-  (*step)->setProfiling(profile);
+  (*fwd)->setProfiling(profile, profileByNode);
+  (*step)->setProfiling(profile, profileByNode);
   auto start = std::chrono::steady_clock::now();
   for (s = 1; s <= steps; ++s) {
     auto stepStart = std::chrono::steady_clock::now();
@@ -519,7 +521,7 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
         rows.push_back({entry.first / n, op + " x" + std::to_string(static_cast<int>(entry.second / n))});
       std::sort(rows.rbegin(), rows.rend());
       llvm::outs() << (prog == fwd->get() ? "forward+backward program" : "optimizer program")
-                   << " by op type:\n";
+                   << (profileByNode ? " by node:\n" : " by op type:\n");
       for (const auto &[ms, op] : rows)
         llvm::outs() << llvm::format("%10.2f ms  ", ms) << op << "\n";
     }

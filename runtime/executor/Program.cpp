@@ -356,9 +356,9 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
           onOutput_(index, outs[k]);
     if (profiling_) {
       device_.synchronize();
-      auto &entry = profile_[std::getenv("PARTITA_PROFILE_NODES") ? step.node->describe()
-                             : step.label.empty()                ? step.node->qualifiedOp()
-                                                                 : step.label];
+      auto &entry = profile_[profileByNode_     ? step.node->describe()
+                             : step.label.empty() ? step.node->qualifiedOp()
+                                                  : step.label];
       entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++entry.second;
     }

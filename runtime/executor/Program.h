@@ -69,8 +69,13 @@ public:
   /// start a gradient all-reduce while the backward pass goes on).
   void setOutputReadyCallback(std::function<void(size_t index, const TensorView &)> cb) { onOutput_ = std::move(cb); }
 
-  /// When on, run() accumulates wall time per op type (qualified name).
-  void setProfiling(bool on) { profiling_ = on; }
+  /// When on, run() accumulates wall time per op type (qualified name; a
+  /// fused cluster is "fused elementwise"), or per node (by the node that
+  /// ends the step) when `byNode`.
+  void setProfiling(bool on, bool byNode = false) {
+    profiling_ = on;
+    profileByNode_ = byNode;
+  }
   const std::map<std::string, std::pair<double, int>> &profile() const { return profile_; }
   void clearProfile() { profile_.clear(); }
 
@@ -110,7 +115,7 @@ private:
   std::vector<std::string> outputNames_;
   std::vector<int> outputSlots_;
   ProgramStats stats_;
-  bool profiling_ = false;
+  bool profiling_ = false, profileByNode_ = false;
   std::function<void(size_t, const TensorView &)> onOutput_;
   std::vector<std::vector<size_t>> outputsOfSlot_; // slot id -> graph output indices
   std::map<std::string, std::pair<double, int>> profile_; // op -> (ms, calls)
