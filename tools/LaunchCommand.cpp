@@ -76,6 +76,10 @@ static cl::opt<bool> profile("profile",
                              cl::init(false), BOTH);
 static cl::opt<bool> profileByNode("profile-by-node", cl::desc("With --profile: time per node, not per op type"),
                                    cl::init(false), BOTH);
+static cl::opt<bool> noOverlap("no-overlap",
+                               cl::desc("Start the gradient all-reduces after the backward pass instead of "
+                                        "overlapping them with it (for measuring the overlap)"),
+                               cl::init(false), BOTH);
 static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
 #undef BOTH
 
@@ -351,6 +355,13 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
       ++pending[bucketOf[i]];
     std::vector<int> handles(buckets.size(), -1);
     llvm::Error asyncError = llvm::Error::success();
+    auto startBucket = [&](size_t b) {
+      auto h = dpGroup->startAllReduce(buckets[b].data(), buckets[b].size(), DType::F32);
+      if (!h)
+        asyncError = h.takeError();
+      else
+        handles[b] = *h;
+    };
     for (int64_t micro = 0; micro < M; ++micro) {
       std::vector<int64_t> ids(B * T), labels(B * T);
       for (int64_t b = 0; b < B; ++b) {
@@ -384,19 +395,19 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
           for (int64_t k = 0; k < count; ++k)
             acc[k] += add[k];
         }
-        if (!last || !reduceOverDp)
+        if (!last || !reduceOverDp || noOverlap)
           return;
         size_t b = bucketOf[i];
-        if (--pending[b] == 0 && !asyncError) {
-          auto h = dpGroup->startAllReduce(buckets[b].data(), buckets[b].size(), DType::F32);
-          if (!h)
-            asyncError = h.takeError();
-          else
-            handles[b] = *h;
-        }
+        if (--pending[b] == 0 && !asyncError)
+          startBucket(b);
       });
+      // MPI advances a started all-reduce only inside MPI calls: poll
+      // between kernels so it runs while the backward pass goes on.
+      if (last && reduceOverDp && !noOverlap)
+        (*fwd)->setAfterEachKernel([&] { dpGroup->progress(); });
       auto outs = (*fwd)->run(feeds);
       (*fwd)->setOutputReadyCallback(nullptr);
+      (*fwd)->setAfterEachKernel(nullptr);
       if (!outs)
         return outs.takeError();
       if (asyncError)
@@ -406,6 +417,11 @@ static llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &e
     phase("forward+backward");
     float loss = static_cast<float>(lossSum / M);
     if (reduceOverDp) {
+      if (noOverlap)
+        for (size_t b = 0; b < buckets.size() && !asyncError; ++b)
+          startBucket(b);
+      if (asyncError)
+        return asyncError;
       for (size_t b = 0; b < buckets.size(); ++b) {
         if (handles[b] < 0)
           return fail("gradient bucket " + llvm::Twine(b) + " was never complete");

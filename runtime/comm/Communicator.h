@@ -33,6 +33,9 @@ public:
   /// Non-blocking in-place sum: returns a handle for wait().
   virtual llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) = 0;
   virtual llvm::Error wait(int handle) = 0;
+  /// Lets started non-blocking operations advance (MPI moves them only inside
+  /// MPI calls): call it now and then while computing.
+  virtual void progress() = 0;
 };
 
 /// Communicators a program's collectives use, by mesh axis name.
@@ -63,6 +66,7 @@ public:
   llvm::Error barrier() override;
   llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) override;
   llvm::Error wait(int handle) override;
+  void progress() override;
 
 private:
   std::vector<void *> requests_; // MPI_Request per handle, kept opaque

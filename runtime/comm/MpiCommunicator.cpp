@@ -1,4 +1,5 @@
 //===- MpiCommunicator.cpp ------------------------------------------------===//
+#include <algorithm>
 #include "runtime/comm/Communicator.h"
 #include <mpi.h>
 #include <vector>
@@ -116,8 +117,23 @@ llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DTy
     delete req;
     return std::move(err);
   }
+  // Handles are slots, reused once waited for.
+  auto free = std::find(requests_.begin(), requests_.end(), nullptr);
+  if (free != requests_.end()) {
+    *free = req;
+    return static_cast<int>(free - requests_.begin());
+  }
   requests_.push_back(req);
   return static_cast<int>(requests_.size() - 1);
+}
+
+void MpiCommunicator::progress() {
+  for (void *r : requests_) {
+    auto *req = static_cast<MPI_Request *>(r);
+    int done = 0;
+    if (req && *req != MPI_REQUEST_NULL)
+      MPI_Test(req, &done, MPI_STATUS_IGNORE); // a completed request becomes MPI_REQUEST_NULL
+  }
 }
 
 llvm::Error MpiCommunicator::wait(int handle) {

@@ -354,6 +354,8 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       for (size_t k = 0; k < step.outputs.size(); ++k)
         for (size_t index : outputsOfSlot_[step.outputs[k]])
           onOutput_(index, outs[k]);
+    if (afterKernel_)
+      afterKernel_();
     if (profiling_) {
       device_.synchronize();
       auto &entry = profile_[profileByNode_     ? step.node->describe()

@@ -69,6 +69,10 @@ public:
   /// start a gradient all-reduce while the backward pass goes on).
   void setOutputReadyCallback(std::function<void(size_t index, const TensorView &)> cb) { onOutput_ = std::move(cb); }
 
+  /// Called during run() after every kernel (e.g. to let communication
+  /// started earlier make progress).
+  void setAfterEachKernel(std::function<void()> cb) { afterKernel_ = std::move(cb); }
+
   /// When on, run() accumulates wall time per op type (qualified name; a
   /// fused cluster is "fused elementwise"), or per node (by the node that
   /// ends the step) when `byNode`.
@@ -117,6 +121,7 @@ private:
   ProgramStats stats_;
   bool profiling_ = false, profileByNode_ = false;
   std::function<void(size_t, const TensorView &)> onOutput_;
+  std::function<void()> afterKernel_;
   std::vector<std::vector<size_t>> outputsOfSlot_; // slot id -> graph output indices
   std::map<std::string, std::pair<double, int>> profile_; // op -> (ms, calls)
 };
