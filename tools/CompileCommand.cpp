@@ -49,10 +49,6 @@ static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR
 
 bool compileSelected() { return static_cast<bool>(compileCmd); }
 
-static llvm::Error fail(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
 static llvm::Error notYet(const char *flag, int value) {
   return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
               ": not implemented yet (this build compiles tensor parallelism and single-group "

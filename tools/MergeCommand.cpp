@@ -35,10 +35,6 @@ static cl::opt<std::string> mergeOut("o", cl::desc("Output model"), cl::sub(merg
 
 bool mergeSelected() { return static_cast<bool>(mergeCmd); }
 
-static llvm::Error fail(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
 /// One parameter with its shards concatenated along the split dimension.
 static llvm::Expected<Tensor> gatherShards(const Plan &plan, const std::string &name, const Shape &full) {
   std::vector<Tensor> parts;

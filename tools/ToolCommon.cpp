@@ -126,6 +126,14 @@ llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor>
   return result;
 }
 
+llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+std::string inDir(llvm::StringRef dir, llvm::StringRef rel) {
+  llvm::SmallString<256> p(dir);
+  llvm::sys::path::append(p, rel);
+  return p.str().str();
+}
+
 int reportError(llvm::StringRef tool, llvm::Error err) {
   llvm::errs() << tool << ": error: " << llvm::toString(std::move(err)) << "\n";
   return 1;

@@ -40,4 +40,10 @@ llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor>
 /// Prints "tool: error: msg" to stderr and returns 1.
 int reportError(llvm::StringRef tool, llvm::Error err);
 
+/// An error with this message.
+llvm::Error fail(const llvm::Twine &msg);
+
+/// `rel` inside folder `dir`.
+std::string inDir(llvm::StringRef dir, llvm::StringRef rel);
+
 } // namespace partita

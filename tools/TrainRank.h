@@ -1,0 +1,25 @@
+//===- TrainRank.h - the training loop of one rank ------------------------===//
+#pragma once
+#include "runtime/comm/Communicator.h"
+#include "tools/Plan.h"
+#include "llvm/Support/Error.h"
+#include <string>
+#include <vector>
+
+namespace partita {
+
+/// `partita launch`'s training options (see LaunchCommand.cpp for each flag).
+struct TrainOptions {
+  std::string planDir, data, outDir, schedule = "constant";
+  int steps = 0, batch = 0, seq = 0, seed = 0, microBatches = 1, warmup = 0;
+  double lr = 1e-3, minLrRatio = 0, clipNorm = 0, bucketMb = 25;
+  bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
+};
+
+/// Token ids from .npy (any integer type) or a flat little-endian uint16 file.
+llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path);
+
+/// Trains this rank of a --train plan; every rank of the job calls it.
+llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, const TrainOptions &o);
+
+} // namespace partita
