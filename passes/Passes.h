@@ -15,6 +15,7 @@ PassInfo canonicalizePass();
 PassInfo annotateMegatronPass();
 PassInfo propagateShardingPass();
 PassInfo insertCollectivesPass();
+PassInfo hoistShardSlicesPass();
 PassInfo localizePass();
 PassInfo autodiffPass();
 PassInfo addLossPass();

@@ -149,7 +149,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (tp > 1) {
     PassManager spm;
     spm.verifyEach = true;
-    if (auto err = spm.addPipeline("dce," + propagate + ",insert-collectives"))
+    if (auto err = spm.addPipeline("dce," + propagate + ",insert-collectives,cse,hoist-shard-slices,dce"))
       return err;
     if (auto err = spm.run(g))
       return err;

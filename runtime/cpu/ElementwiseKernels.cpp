@@ -4,6 +4,7 @@
 #include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Parallel.h"
 #include <cmath>
+#include <type_traits>
 
 namespace partita::rt::cpu {
 
@@ -102,6 +103,76 @@ template <typename F> void addBinary(KernelRegistry &r, llvm::StringRef op, F f)
   });
 }
 
+/// Equal on integer operands (token ids against a range of classes: the
+/// loss's one-hot) with broadcasting, into bool.
+template <typename T> class IntEqualKernel final : public Kernel {
+public:
+  explicit IntEqualKernel(const Node &n)
+      : plan_({n.input(0)->type().shape, n.input(1)->type().shape}, n.output()->type().shape) {}
+  llvm::Error run(KernelContext &ctx) override {
+    const T *a = ctx.inputs[0].as<T>(), *b = ctx.inputs[1].as<T>();
+    uint8_t *y = ctx.outputs[0].as<uint8_t>();
+    int64_t len = plan_.rowLen, sa = plan_.step[0], sb = plan_.step[1];
+    parallelFor(plan_.rows(), std::max<int64_t>(1, kGrain / std::max<int64_t>(len, 1)), [&](int64_t s, int64_t e) {
+      for (int64_t r = s; r < e; ++r) {
+        const T *pa = a + plan_.idx[0](r * len), *pb = b + plan_.idx[1](r * len);
+        uint8_t *py = y + r * len;
+        if (sa == 0 && sb == 1) // one id against a row of classes: vectorizes
+          for (int64_t i = 0; i < len; ++i)
+            py[i] = pa[0] == pb[i];
+        else
+          for (int64_t i = 0; i < len; ++i)
+            py[i] = pa[i * sa] == pb[i * sb];
+      }
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  RowBroadcast plan_;
+};
+
+/// Cast between bool, int32, int64, float32 and float64 (ONNX semantics:
+/// to bool is "not zero"; float to int truncates toward zero).
+template <typename From, typename To> class CastKernel final : public Kernel {
+public:
+  llvm::Error run(KernelContext &ctx) override {
+    const From *x = ctx.inputs[0].as<From>();
+    To *y = ctx.outputs[0].as<To>();
+    parallelFor(ctx.outputs[0].numel(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        if constexpr (std::is_same_v<To, bool>)
+          y[i] = x[i] != From(0);
+        else
+          y[i] = static_cast<To>(x[i]);
+      }
+    });
+    return llvm::Error::success();
+  }
+};
+
+template <typename From> std::unique_ptr<Kernel> castFrom(DType to) {
+  switch (to) {
+  case DType::F32: return std::make_unique<CastKernel<From, float>>();
+  case DType::F64: return std::make_unique<CastKernel<From, double>>();
+  case DType::I64: return std::make_unique<CastKernel<From, int64_t>>();
+  case DType::I32: return std::make_unique<CastKernel<From, int32_t>>();
+  case DType::Bool: return std::make_unique<CastKernel<From, bool>>();
+  default: return nullptr;
+  }
+}
+
+std::unique_ptr<Kernel> makeCast(DType from, DType to) {
+  switch (from) {
+  case DType::F32: return castFrom<float>(to);
+  case DType::F64: return castFrom<double>(to);
+  case DType::I64: return castFrom<int64_t>(to);
+  case DType::I32: return castFrom<int32_t>(to);
+  case DType::Bool: return castFrom<bool>(to);
+  default: return nullptr;
+  }
+}
+
 class WhereKernel final : public Kernel {
 public:
   WhereKernel(const Node &n)
@@ -154,6 +225,22 @@ void registerElementwiseKernels(KernelRegistry &r) {
   addBinary(r, "Max", [](float a, float b) { return std::max(a, b); });
   addBinary(r, "Min", [](float a, float b) { return std::min(a, b); });
   addBinary(r, "Pow", [](float a, float b) { return b == 2.0f ? a * a : std::pow(a, b); });
+  r.add("Cast", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    DType from = n.input(0)->type().dtype, to = n.output()->type().dtype;
+    // Float-to-integer casts of out-of-range values are left to the reference.
+    bool floatToInt = (from == DType::F32 || from == DType::F64) && (to == DType::I64 || to == DType::I32);
+    if (auto k = floatToInt ? nullptr : makeCast(from, to))
+      return std::move(k);
+    return makeFallbackKernel(n);
+  });
+  r.add("Equal", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    DType t = n.input(0)->type().dtype;
+    if (n.input(1)->type().dtype == t && t == DType::I64)
+      return std::unique_ptr<Kernel>(new IntEqualKernel<int64_t>(n));
+    if (n.input(1)->type().dtype == t && t == DType::I32)
+      return std::unique_ptr<Kernel>(new IntEqualKernel<int32_t>(n));
+    return makeFallbackKernel(n);
+  });
   r.add("Where", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (n.output()->type().dtype != DType::F32)
       return makeFallbackKernel(n);

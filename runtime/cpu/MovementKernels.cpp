@@ -6,6 +6,7 @@
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/Parallel.h"
+#include <algorithm>
 #include <cstring>
 
 namespace partita::rt::cpu {
@@ -149,6 +150,70 @@ private:
   bool idx64_;
 };
 
+/// Slice with unit steps and constant bounds: a box of the input, copied as
+/// contiguous runs of its innermost dimension.
+class SliceKernel final : public Kernel {
+public:
+  static llvm::Expected<std::unique_ptr<Kernel>> create(const Node &n) {
+    const Shape &in = n.input(0)->type().shape, &out = n.output()->type().shape;
+    int64_t rank = static_cast<int64_t>(in.size());
+    std::vector<const Tensor *> args;
+    for (size_t i = 1; i < n.numInputs(); ++i)
+      args.push_back(n.input(i) ? constantValue(n.input(i)) : nullptr);
+    if (args.size() < 2 || !args[0] || !args[1] || (args.size() > 2 && n.input(3) && !args[2]) ||
+        (args.size() > 3 && n.input(4) && !args[3]) || rank == 0)
+      return makeFallbackKernel(n);
+    auto k = std::unique_ptr<SliceKernel>(new SliceKernel());
+    k->start_.assign(rank, 0);
+    std::vector<int64_t> starts = args[0]->toInts(), axes;
+    if (args.size() > 2 && args[2])
+      axes = args[2]->toInts();
+    else
+      for (size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(static_cast<int64_t>(i));
+    if (args.size() > 3 && args[3])
+      for (int64_t st : args[3]->toInts())
+        if (st != 1)
+          return makeFallbackKernel(n);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t ax = normalizeAxis(axes[i], rank), s = starts[i];
+      if (s < 0)
+        s += in[ax];
+      k->start_[ax] = std::clamp<int64_t>(s, 0, in[ax]);
+    }
+    k->in_ = in;
+    k->out_ = out;
+    k->elem_ = dtypeSize(n.input(0)->type().dtype);
+    return std::unique_ptr<Kernel>(std::move(k));
+  }
+
+  llvm::Error run(KernelContext &ctx) override {
+    const char *src = static_cast<const char *>(ctx.inputs[0].data);
+    char *dst = static_cast<char *>(ctx.outputs[0].data);
+    int64_t rank = static_cast<int64_t>(in_.size()), runLen = out_.back(), rows = numElements(out_) / std::max<int64_t>(runLen, 1);
+    auto inStrides = stridesOf(in_);
+    size_t runBytes = static_cast<size_t>(runLen) * elem_;
+    parallelFor(rows, std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(1, static_cast<int64_t>(runBytes))),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t r = b; r < e; ++r) {
+                    int64_t rem = r, off = start_[rank - 1];
+                    for (int64_t d = rank - 2; d >= 0; --d) {
+                      off += (rem % out_[d] + start_[d]) * inStrides[d];
+                      rem /= out_[d];
+                    }
+                    std::memcpy(dst + r * runBytes, src + off * static_cast<int64_t>(elem_), runBytes);
+                  }
+                });
+    return llvm::Error::success();
+  }
+
+private:
+  SliceKernel() = default;
+  Shape in_, out_;
+  std::vector<int64_t> start_;
+  size_t elem_ = 4;
+};
+
 /// Concat and Split: blocks of contiguous bytes along an axis.
 class AxisBlocksKernel final : public Kernel {
 public:
@@ -243,6 +308,7 @@ void registerMovementKernels(KernelRegistry &r) {
   r.add("Gather", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new GatherKernel(n));
   });
+  r.add("Slice", DeviceKind::CPU, SliceKernel::create);
   r.add("partita.EmbeddingGrad", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (n.output()->type().dtype != DType::F32)
       return makeFallbackKernel(n);

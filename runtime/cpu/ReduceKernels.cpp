@@ -1,22 +1,28 @@
-//===- ReduceKernels.cpp - ReduceSum / ReduceMean over any axes (f32) -----===//
+//===- ReduceKernels.cpp - ReduceSum/Mean/Max/Min over any axes (f32) -----===//
 //
 // The reduced dims are walked as [outer, reduced, inner] blocks after
 // permuting nothing: the input is viewed as a row-major array and each output
 // element accumulates (in float64 for accuracy on long reductions) the inputs
-// that map to it.
+// that map to it (max and min: in float, exactly).
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Parallel.h"
+#include <algorithm>
+#include <limits>
 
 namespace partita::rt::cpu {
 
 namespace {
 
+enum class Reduction { Sum, Mean, Max, Min };
+
 class ReduceKernel final : public Kernel {
 public:
-  ReduceKernel(const Shape &in, const std::vector<bool> &reduced, bool mean) : mean_(mean) {
+  ReduceKernel(const Shape &in, const std::vector<bool> &reduced, Reduction kind)
+      : mean_(kind == Reduction::Mean), extremum_(kind == Reduction::Max || kind == Reduction::Min),
+        max_(kind == Reduction::Max) {
     // Collapse into alternating kept/reduced runs: out index = sum over kept dims.
     int64_t rank = static_cast<int64_t>(in.size());
     std::vector<int64_t> inStrides(rank, 1);
@@ -48,6 +54,8 @@ public:
   }
 
   llvm::Error run(KernelContext &ctx) override {
+    if (extremum_)
+      return runExtremum(ctx);
     const float *x = ctx.inputs[0].as<float>();
     float *y = ctx.outputs[0].as<float>();
     double div = mean_ ? static_cast<double>(count_) : 1.0;
@@ -80,13 +88,60 @@ public:
   }
 
 private:
-  bool mean_, trailing_ = false;
+  /// Max or min; a NaN anywhere in a row makes the result NaN, as in ONNX Runtime.
+  llvm::Error runExtremum(KernelContext &ctx) {
+    const float *x = ctx.inputs[0].as<float>();
+    float *y = ctx.outputs[0].as<float>();
+    bool mx = max_;
+    auto pick = [mx](float a, float b) { return (mx ? b > a : b < a) || b != b ? b : a; };
+    float init = mx ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    if (trailing_) {
+      int64_t len = count_;
+      parallelFor(outCount_, 16, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const float *row = x + o * len;
+          constexpr int64_t kLanes = 16;
+          float part[kLanes];
+          for (float &p : part)
+            p = init;
+          int64_t i = 0;
+          for (; i + kLanes <= len; i += kLanes)
+            for (int64_t j = 0; j < kLanes; ++j)
+              part[j] = pick(part[j], row[i + j]);
+          float r = init;
+          for (; i < len; ++i)
+            r = pick(r, row[i]);
+          for (float p : part)
+            r = pick(r, p);
+          y[o] = r;
+        }
+      });
+      return llvm::Error::success();
+    }
+    std::vector<float> acc(static_cast<size_t>(outCount_), init);
+    int64_t n = numElements(in_), rank = static_cast<int64_t>(in_.size()), inner = in_.back();
+    for (int64_t row = 0; row < n / std::max<int64_t>(inner, 1); ++row) {
+      int64_t rem = row, out = 0;
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        out += (rem % in_[d]) * outStrides_[d];
+        rem /= in_[d];
+      }
+      const float *px = x + row * inner;
+      int64_t s = outStrides_[rank - 1];
+      for (int64_t i = 0; i < inner; ++i)
+        acc[out + i * s] = pick(acc[out + i * s], px[i]);
+    }
+    std::copy(acc.begin(), acc.end(), y);
+    return llvm::Error::success();
+  }
+
+  bool mean_, extremum_, max_, trailing_ = false;
   int64_t outCount_ = 1, count_ = 1;
   Shape in_;
   std::vector<int64_t> outStrides_;
 };
 
-llvm::Expected<std::unique_ptr<Kernel>> makeReduce(const Node &n, bool mean) {
+llvm::Expected<std::unique_ptr<Kernel>> makeReduce(const Node &n, Reduction kind) {
   if (n.input(0)->type().dtype != DType::F32 || n.input(0)->type().rank() == 0)
     return makeFallbackKernel(n);
   const Shape &s = n.input(0)->type().shape;
@@ -100,14 +155,18 @@ llvm::Expected<std::unique_ptr<Kernel>> makeReduce(const Node &n, bool mean) {
   std::vector<bool> reduced(s.size(), axes.empty() && !n.intAttr("noop_with_empty_axes", 0));
   for (int64_t a : axes)
     reduced[normalizeAxis(a, static_cast<int64_t>(s.size()))] = true;
-  return std::unique_ptr<Kernel>(new ReduceKernel(s, reduced, mean));
+  if (numElements(s) == 0)
+    return makeFallbackKernel(n); // an empty max/min has no value to start from
+  return std::unique_ptr<Kernel>(new ReduceKernel(s, reduced, kind));
 }
 
 } // namespace
 
 void registerReduceKernels(KernelRegistry &r) {
-  r.add("ReduceSum", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, false); });
-  r.add("ReduceMean", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, true); });
+  r.add("ReduceSum", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Sum); });
+  r.add("ReduceMean", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Mean); });
+  r.add("ReduceMax", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Max); });
+  r.add("ReduceMin", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Min); });
 }
 
 } // namespace partita::rt::cpu
