@@ -4,10 +4,15 @@
 # Partita against PyTorch eager on the CPU with the same thread count, in the
 # same run. Debian's torch uses OpenBLAS, which mis-detects this CPU:
 # OPENBLAS_CORETYPE=SkylakeX is set for it, or the comparison flatters Partita.
-#   bash bench/train_vs_torch.sh [STEPS] [THREADS]
+# Also prints how long Partita's matmuls alone take (from launch --profile):
+# f32 GEMM at the core's FMA peak is most of the step, a floor for the ratio.
+#   bash bench/train_vs_torch.sh [STEPS] [THREADS...]   (default: 1 and 2 threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${1:-6} threads=${2:-1}
+steps=${1:-6}
+shift || true
+thread_counts=("$@")
+[ $# -eq 0 ] && thread_counts=(1 2)
 # Without an optimized BLAS, Debian's torch falls back to the reference BLAS
 # (BLAS_INFO=generic, ~4 GFLOP/s): give it OpenBLAS, as a user would have.
 if ! dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "install ok installed"; then
@@ -18,8 +23,11 @@ trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 models/export_gpt.py --d 768 --heads 12 --layers 4 --seq 128 --batch 4 -o "$work/gpt.onnx" 2>/dev/null
 /usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 256, 100000))"
 build/tools/partita compile "$work/gpt.onnx" --train -o "$work/out" >/dev/null
+for threads in "${thread_counts[@]}"; do
 build/tools/partita launch -n 1 "$work/out" --steps "$steps" --data "$work/tokens.npy" --batch 4 --seq 128 \
-  --lr 1e-4 --threads "$threads" --output-dir "$work/res" >/dev/null
+  --lr 1e-4 --threads "$threads" --output-dir "$work/res" --profile >"$work/profile.txt"
+gemm=$(awk '/program by op type/ {p = /forward/} p && / ms  (MatMul|partita.Linear|Gemm) x/ {t += $1} END {print t}' \
+  "$work/profile.txt")
 ours=$(/usr/bin/python3 -c "
 import csv, statistics
 rows = list(csv.DictReader(open('$work/res/loss.csv')))[1:]  # the first step includes set-up
@@ -43,5 +51,7 @@ for _ in range(int(sys.argv[1])):
 print(statistics.median(times[1:]))
 PY
 )
-printf "train step, d=768 L=4 T=128 B=4, %s thread(s): partita %.1f ms, torch %.1f ms, ratio %.2f (target <= 0.7)\n" \
+printf "train step, d=768 L=4 T=128 B=4, %s thread(s): partita %.1f ms, torch %.1f ms, ratio %.2f (target <= 0.7);" \
   "$threads" "$ours" "$theirs" "$(awk "BEGIN{print $ours/$theirs}")"
+printf " partita's matmuls alone %.1f ms (%.2f of torch's step)\n" "$gemm" "$(awk "BEGIN{print $gemm/$theirs}")"
+done
