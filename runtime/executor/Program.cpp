@@ -1,6 +1,6 @@
 //===- Program.cpp --------------------------------------------------------===//
 #include "runtime/executor/Program.h"
-#include "runtime/executor/ElementwiseClusters.h"
+#include "runtime/executor/FusionPlan.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -14,33 +14,6 @@ llvm::Error loadError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-/// The single-input consumer of `n`'s only result that the device can fuse
-/// into `n`'s kernel, or nullptr.
-const Node *fusibleEpilogue(const Graph &g, const Node &n, DeviceKind device) {
-  if (n.numOutputs() != 1 || n.output()->users().size() != 1 || g.isGraphOutput(n.output()))
-    return nullptr;
-  const Node *u = n.output()->users()[0];
-  if (u->numInputs() != 1 || u->numOutputs() != 1)
-    return nullptr;
-  return KernelRegistry::get().findEpilogue(n.qualifiedOp(), u->qualifiedOp(), device) ? u : nullptr;
-}
-
-/// Ops whose result is their first input's bytes under another shape.
-bool isView(const Node &n) {
-  return n.is("Reshape") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Flatten") || n.is("Identity");
-}
-
-/// Whether every consumer of `n`'s only result can read it through `n`'s
-/// input instead (operand fusion, e.g. a matmul reading a Transpose through
-/// strides), so `n` itself never runs.
-bool readInPlaceByUsers(const Graph &g, const Node &n, DeviceKind device) {
-  if (n.numOutputs() != 1 || n.numInputs() < 1 || n.output()->users().empty() || g.isGraphOutput(n.output()))
-    return false;
-  for (const Node *u : n.output()->users())
-    if (!KernelRegistry::get().findOperandFusion(u->qualifiedOp(), n.qualifiedOp(), device))
-      return false;
-  return true;
-}
 } // namespace
 
 Program::~Program() {
@@ -92,34 +65,12 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   }
 
   const KernelRegistry &registry = KernelRegistry::get();
-  // Elementwise consumers folded into their producer's kernel (epilogue fusion).
-  llvm::DenseSet<const Node *> absorbed;
-  // Producers read in place by their consumers' kernels (operand fusion).
-  llvm::DenseSet<const Node *> readInPlace;
-  for (const Node *n : g.nodes())
-    if (readInPlaceByUsers(g, *n, device.kind()))
-      readInPlace.insert(n);
-  absorbed.insert(readInPlace.begin(), readInPlace.end());
-  // Elementwise clusters run as one step where their last node is; nodes
-  // fused otherwise (read in place, epilogues) stay out of them.
-  std::vector<ElementwiseCluster> clusters;
-  llvm::DenseMap<const Node *, size_t> clusterAt;
-  const ClusterFusion *clusterFusion = registry.clusterFusion(device.kind());
-  if (clusterFusion) {
-    llvm::DenseSet<const Node *> excluded(readInPlace);
-    for (const Node *n : g.nodes())
-      if (const Node *e = fusibleEpilogue(g, *n, device.kind()); e && !readInPlace.count(e))
-        excluded.insert(e);
-    clusters = formElementwiseClusters(g, clusterFusion->fusible, excluded);
-    for (size_t c = 0; c < clusters.size(); ++c) {
-      absorbed.insert(clusters[c].nodes.begin(), clusters[c].nodes.end());
-      clusterAt[clusters[c].nodes.back()] = c;
-    }
-  }
+  const FusionPlan fusion(g, device.kind());
+  llvm::DenseSet<const Node *> absorbed; // epilogues folded into their producer's step
   for (const Node *n : g.nodes()) {
-    if (auto it = clusterAt.find(n); it != clusterAt.end()) {
-      const ElementwiseCluster &cl = clusters[it->second];
-      auto made = clusterFusion->make(cl);
+    if (const ElementwiseCluster *cluster = fusion.clusterAt(n)) {
+      const ElementwiseCluster &cl = *cluster;
+      auto made = registry.clusterFusion(device.kind())->make(cl);
       if (!made)
         return made.takeError();
       Step step{n, std::move(*made), {}, {}, "fused elementwise"};
@@ -137,7 +88,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       p->steps_.push_back(std::move(step));
       continue;
     }
-    if (absorbed.count(n))
+    if (absorbed.count(n) || fusion.runElsewhere(n))
       continue;
     if (n->is("Weight") || n->is("Constant")) {
       Tensor value;
@@ -172,13 +123,11 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     std::vector<const Node *> producers(n->numInputs(), nullptr);
     for (size_t k = 0; k < n->numInputs(); ++k) {
       const Value *in = n->input(k);
-      if (in && in->definingNode() && readInPlace.count(in->definingNode()))
+      if (in && in->definingNode() && fusion.readInPlace(in->definingNode()))
         producers[k] = in->definingNode();
     }
     bool fusedOperands = std::any_of(producers.begin(), producers.end(), [](const Node *p) { return p; });
-    const Node *epilogue = fusibleEpilogue(g, *n, device.kind());
-    if (epilogue && readInPlace.count(epilogue))
-      epilogue = nullptr; // its consumers read it in place already
+    const Node *epilogue = fusion.epilogue(*n);
     if (fusedOperands) {
       const Node *producer = *std::find_if(producers.begin(), producers.end(), [](const Node *p) { return p; });
       const OperandFusionFactory &make =
