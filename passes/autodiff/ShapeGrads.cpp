@@ -89,13 +89,36 @@ void addShapeGrads(std::map<std::string, GradFn> &t) {
     dIn[0] = g;
     return llvm::Error::success();
   };
-  // Embedding lookup: dW[ids[i]] += dY[i] (a scatter-add, partita.EmbeddingGrad).
+  // Embedding lookup (rows of a 2-D table): dW[ids[i]] += dY[i], a
+  // scatter-add (partita.EmbeddingGrad). Any other gather, e.g. a ViT's class
+  // token x[:, 0], along axis a of data [P.., N, Q..] with K indices:
+  // dX[p, n, q] = sum_k dY[p, k, q] · (idx[k] == n), a one-hot matmul.
   t["Gather"] = [](GradBuilder &b, const Node &n, llvm::ArrayRef<Value *> d, std::vector<Value *> &dIn) -> llvm::Error {
     Value *w = n.input(0), *ids = n.input(1);
-    if (n.intAttr("axis", 0) != 0 || w->type().rank() != 2)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "autodiff: node " + n.describe() + ": only row lookups of a 2-D table are supported");
-    dIn[0] = b.op("EmbeddingGrad", {w, ids, d[0]}, {{"offset", Attribute::ofInt(0)}}, "partita");
+    const Shape &ds = w->type().shape;
+    int64_t rank = w->type().rank(), axis = normalizeAxis(n.intAttr("axis", 0), rank);
+    if (axis == 0 && rank == 2) {
+      dIn[0] = b.op("EmbeddingGrad", {w, ids, d[0]}, {{"offset", Attribute::ofInt(0)}}, "partita");
+      return llvm::Error::success();
+    }
+    int64_t rows = ds[axis], count = ids->type().numel(), outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      (i < axis ? outer : inner) *= i == axis ? 1 : ds[i];
+    DType it = ids->type().dtype;
+    std::vector<int64_t> range(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i)
+      range[i] = i;
+    Value *classes = b.graph().createConstant(Tensor::fromInts(it, {1, rows}, range), "grad.rows");
+    Value *flat = b.reshape(ids, {count, 1});
+    Value *zero = b.graph().createConstant(Tensor::fromInts(it, {}, {0}), "grad.zero");
+    Value *wrapped = b.op("Where", {b.op("Less", {flat, zero}),
+                                    b.op("Add", {flat, b.graph().createConstant(Tensor::fromInts(it, {}, {rows}),
+                                                                                "grad.count")}),
+                                    flat}); // negative indices count from the end
+    Value *onehot = b.op("Cast", {b.op("Equal", {wrapped, classes})},
+                         {{"to", Attribute::ofInt(dtypeToOnnx(w->type().dtype))}}); // [K, N]
+    Value *dx = b.op("MatMul", {b.transposeLast(onehot), b.reshape(d[0], {outer, count, inner})}); // [P, N, Q]
+    dIn[0] = b.reshape(dx, ds);
     return llvm::Error::success();
   };
 }

@@ -11,6 +11,7 @@ Usage: check_gradients.py PARTITA_OPT PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR
 With TP, the training graph is compiled for TP tensor-parallel ranks
 (`partita compile --emit-gradients --tp TP`) and run under mpirun instead.
 """
+import json
 import os
 import subprocess
 import sys
@@ -25,25 +26,32 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
-from torch_params import match_initializers  # noqa: E402
+from torch_params import parameters_of_initializers  # noqa: E402
 
 fixtures = os.path.join(root, "models", "fixtures")
 os.makedirs(work, exist_ok=True)
-ids = np.load(os.path.join(fixtures, f"{name}.b2.in.ids.npy"))
-labels = np.concatenate([ids[:, 1:], np.full((ids.shape[0], 1), -100)], axis=1).astype(np.int64)
-labels[0, 3] = -100  # an ignored position inside the sequence
-np.save(os.path.join(work, "labels.npy"), labels)
+entry = next(e for e in json.load(open(os.path.join(fixtures, "manifest.json"))) if e["name"] == name)
+run = next(r for r in entry["runs"] if r["tag"] == "b2")
+inputs = {k: os.path.join(fixtures, f) for k, f in run["inputs"].items()}  # in the model's argument order
 
 model = em.make(kind)
 model.train(False)
-logits = model(torch.from_numpy(ids))
+logits = model(*[torch.from_numpy(np.load(f)) for f in inputs.values()])
+ids = np.load(inputs["ids"]) if "ids" in inputs else None
+if ids is not None and ids.max() < logits.shape[-1]:  # a language model: next-token labels
+    labels = np.concatenate([ids[:, 1:], np.full((ids.shape[0], 1), -100)], axis=1).astype(np.int64)
+    labels[0, 3] = -100  # an ignored position inside the sequence
+else:  # a classifier (or an encoder's hidden states taken as scores): a class per position
+    labels = (np.arange(int(np.prod(logits.shape[:-1]))) * 3 % logits.shape[-1]).reshape(logits.shape[:-1])
+    labels = labels.astype(np.int64)
+np.save(os.path.join(work, "labels.npy"), labels)
 loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(labels).reshape(-1), ignore_index=-100)
 loss.backward()
 params = {n: (p.detach().numpy(), p.grad.numpy()) for n, p in model.named_parameters() if p.grad is not None}
 
 out = os.path.join(work, "out")
-feeds = [f"--input=ids={os.path.join(fixtures, name + '.b2.in.ids.npy')}",
-         f"--input=labels={os.path.join(work, 'labels.npy')}", f"--output-dir={out}"]
+feeds = [*(f"--input={k}={f}" for k, f in inputs.items()), f"--input=labels={os.path.join(work, 'labels.npy')}",
+         f"--output-dir={out}"]
 if tp:
     compiled = os.path.join(work, f"tp{tp}")
     subprocess.run([partita, "compile", os.path.join(fixtures, name + ".onnx"), "--emit-gradients", "--tp", str(tp),
@@ -63,11 +71,14 @@ failures += err > 1e-5
 
 checked = 0
 initial = {n: p for n, (p, g) in params.items()}
-for init_name, pname, transposed in match_initializers(os.path.join(fixtures, name + ".onnx"), initial):
+for init_name, matches in parameters_of_initializers(os.path.join(fixtures, name + ".onnx"), initial):
     path = os.path.join(out, f"grad.{init_name}.npy")
     if not os.path.exists(path):
         continue
-    got, want = np.load(path), params[pname][1].T if transposed else params[pname][1]
+    # A weight the export shares between parameters gets the sum of their gradients.
+    want = sum(params[p][1].T if transposed else params[p][1] for p, transposed in matches)
+    pname = "+".join(p for p, _ in matches)
+    got = np.load(path)
     # The key bias has an exactly zero gradient (softmax ignores a per-query
     # constant); both sides then hold rounding noise, so errors are relative
     # to the gradient's scale with a floor of 1e-5.

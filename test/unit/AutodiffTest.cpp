@@ -154,6 +154,15 @@ const Case kCases[] = {
                    " return %y\n}"},
     {"transpose_of_transpose", "graph @g(%a: f64[2,3,4]) opset 17 {\n %t = Transpose(%a) {perm = [0, 2, 1]} : f64[2,4,3]\n"
                                " %y = Transpose(%t) {perm = [2, 1, 0]} : f64[3,4,2]\n return %y\n}"},
+    {"gather_axis1_scalar_index", "graph @g(%a: f64[2,3,4]) opset 17 {\n"
+                                  " %i = Constant() {value = dense<i64[]>[0]} : i64[]\n"
+                                  " %y = Gather(%a, %i) {axis = 1} : f64[2,4]\n return %y\n}"},
+    {"gather_axis2_repeats_negative", "graph @g(%a: f64[2,3,4]) opset 17 {\n"
+                                      " %i = Constant() {value = dense<i64[3]>[-1, 1, 3]} : i64[3]\n"
+                                      " %y = Gather(%a, %i) {axis = 2} : f64[2,3,3]\n return %y\n}"},
+    {"conv_patches", "graph @g(%x: f64[2,3,4,6], %w: f64[5,3,2,3], %b: f64[5]) opset 17 {\n"
+                     " %y = Conv(%x, %w, %b) {kernel_shape = [2, 3], pads = [0, 0, 0, 0], strides = [2, 3]} : "
+                     "f64[2,5,2,2]\n return %y\n}"},
     {"reduce_min_all", "graph @g(%a: f64[2,3]) opset 17 {\n %y = ReduceMin(%a) : f64[1,1]\n return %y\n}"},
     {"reshape_transpose", "graph @g(%a: f64[2,6]) opset 17 {\n %s = Constant() {value = dense<i64[3]>[2, 3, 2]} : i64[3]\n"
                           " %r = Reshape(%a, %s) : f64[2,3,2]\n %y = Transpose(%r) {perm = [2, 0, 1]} : f64[2,2,3]\n"
