@@ -120,6 +120,9 @@ int launchMain(int argc, char **argv) {
       return reportError(tool, fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine"));
     if (auto tokens = readTokens(data); !tokens)
       return reportError(tool, tokens.takeError());
+    for (const TensorSpec &in : plan->inputs)
+      if (auto err = checkTrainingInput(in.name, in.type, batch, seq))
+        return reportError(tool, std::move(err));
   }
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&launchMain));
   std::vector<std::string> args;

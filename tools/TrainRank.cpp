@@ -77,6 +77,18 @@ static double lrFactor(int64_t k, const TrainOptions &o) {
 
 /// The training loop of one rank: forward+backward, then the AdamW step
 /// program; updated parameters are written into the forward program's weights.
+llvm::Error checkTrainingInput(llvm::StringRef name, const TensorType &type, int64_t batch, int64_t seq) {
+  bool lm = (name == "ids" || name == "labels") && !isFloat(type.dtype);
+  if (!lm)
+    return fail("input '" + name + "' (" + type.str() +
+                "): the training loop feeds language models only (int ids [batch, seq] and labels); "
+                "train other models through the emitted programs");
+  if (type.shape != Shape{batch, seq})
+    return fail("the plan was compiled for " + name + " " + type.str() + ", but --batch " + llvm::Twine(batch) +
+                " --seq " + llvm::Twine(seq) + " were given");
+  return llvm::Error::success();
+}
+
 llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, const TrainOptions &o) {
   const std::string &planDir = o.planDir, &data = o.data, &outDir = o.outDir;
   const int steps = o.steps, batch = o.batch, seq = o.seq, seed = o.seed;
@@ -101,6 +113,9 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
   if (!tokens)
     return tokens.takeError();
   int64_t B = batch, T = seq, n = static_cast<int64_t>(tokens->size());
+  for (const auto &in : (*fwd)->inputs())
+    if (auto err = checkTrainingInput(in.name, in.type, B, T))
+      return err;
   if (n < T + 2)
     return fail(data + ": " + llvm::Twine(n) + " tokens, fewer than one sequence of " + llvm::Twine(T + 1));
   std::vector<const rt::TensorView *> params;

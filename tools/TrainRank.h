@@ -19,6 +19,10 @@ struct TrainOptions {
 /// Token ids from .npy (any integer type) or a flat little-endian uint16 file.
 llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path);
 
+/// Whether the training loop can feed this program input: token ids or
+/// labels of shape [batch, seq].
+llvm::Error checkTrainingInput(llvm::StringRef name, const TensorType &type, int64_t batch, int64_t seq);
+
 /// Trains this rank of a --train plan; every rank of the job calls it.
 llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, const TrainOptions &o);
 
