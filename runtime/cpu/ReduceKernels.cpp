@@ -88,37 +88,44 @@ public:
   }
 
 private:
-  /// Max or min; a NaN anywhere in a row makes the result NaN, as in ONNX Runtime.
+  /// Max or min; a NaN anywhere makes the result NaN, as in ONNX Runtime.
   llvm::Error runExtremum(KernelContext &ctx) {
+    return max_ ? extremum<true>(ctx) : extremum<false>(ctx);
+  }
+
+  template <bool Max> static float better(float a, float b) { return Max ? (b > a ? b : a) : (b < a ? b : a); }
+
+  template <bool Max> llvm::Error extremum(KernelContext &ctx) {
     const float *x = ctx.inputs[0].as<float>();
     float *y = ctx.outputs[0].as<float>();
-    bool mx = max_;
-    auto pick = [mx](float a, float b) { return (mx ? b > a : b < a) || b != b ? b : a; };
-    float init = mx ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    const float init = Max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
     if (trailing_) {
       int64_t len = count_;
       parallelFor(outCount_, 16, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
           const float *row = x + o * len;
-          constexpr int64_t kLanes = 16;
-          float part[kLanes];
-          for (float &p : part)
-            p = init;
-          int64_t i = 0;
-          for (; i + kLanes <= len; i += kLanes)
-            for (int64_t j = 0; j < kLanes; ++j)
-              part[j] = pick(part[j], row[i + j]);
           float r = init;
-          for (; i < len; ++i)
-            r = pick(r, row[i]);
-          for (float p : part)
-            r = pick(r, p);
-          y[o] = r;
+          int anyNan = 0;
+          if constexpr (Max) {
+#pragma omp simd reduction(max : r) reduction(| : anyNan)
+            for (int64_t i = 0; i < len; ++i) {
+              r = row[i] > r ? row[i] : r;
+              anyNan |= row[i] != row[i];
+            }
+          } else {
+#pragma omp simd reduction(min : r) reduction(| : anyNan)
+            for (int64_t i = 0; i < len; ++i) {
+              r = row[i] < r ? row[i] : r;
+              anyNan |= row[i] != row[i];
+            }
+          }
+          y[o] = anyNan ? std::numeric_limits<float>::quiet_NaN() : r;
         }
       });
       return llvm::Error::success();
     }
     std::vector<float> acc(static_cast<size_t>(outCount_), init);
+    std::vector<char> nan(static_cast<size_t>(outCount_), 0);
     int64_t n = numElements(in_), rank = static_cast<int64_t>(in_.size()), inner = in_.back();
     for (int64_t row = 0; row < n / std::max<int64_t>(inner, 1); ++row) {
       int64_t rem = row, out = 0;
@@ -128,10 +135,13 @@ private:
       }
       const float *px = x + row * inner;
       int64_t s = outStrides_[rank - 1];
-      for (int64_t i = 0; i < inner; ++i)
-        acc[out + i * s] = pick(acc[out + i * s], px[i]);
+      for (int64_t i = 0; i < inner; ++i) {
+        acc[out + i * s] = better<Max>(acc[out + i * s], px[i]);
+        nan[out + i * s] |= px[i] != px[i];
+      }
     }
-    std::copy(acc.begin(), acc.end(), y);
+    for (int64_t o = 0; o < outCount_; ++o)
+      y[o] = nan[o] ? std::numeric_limits<float>::quiet_NaN() : acc[o];
     return llvm::Error::success();
   }
 
