@@ -8,6 +8,8 @@
 #include "runtime/core/Device.h"
 #include "runtime/executor/Program.h"
 #include <gtest/gtest.h>
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <sstream>
 
@@ -233,6 +235,39 @@ TEST(Program, ElementwiseClusterMatchesFormula) {
   const uint8_t *e = (*outs)[1].as<uint8_t>();
   for (int i = 0; i < 24; ++i)
     EXPECT_EQ(e[i] != 0, x[i] == 0.0f) << "element " << i;
+}
+
+TEST(Program, ReduceMaxMinRowsPropagateNaN) {
+  // Rows of 37 (not a multiple of the vector width); row 1 holds a NaN.
+  auto g = parseGraph("graph @g(%x: f32[3,37]) opset 17 {\n"
+                      "  %mx = ReduceMax(%x) {axes = [1], keepdims = 0} : f32[3]\n"
+                      "  %mn = ReduceMin(%x) {axes = [1], keepdims = 0} : f32[3]\n"
+                      "  %c = ReduceMax(%x) {axes = [0], keepdims = 0} : f32[37]\n"
+                      "  return %mx, %mn, %c\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  std::vector<float> x = randomValues(3 * 37, 11);
+  x[37 + 20] = std::nanf("");
+  x[2 * 37 + 36] = 5.0f; // the last, scalar-tail element is the max
+  llvm::StringMap<rt::TensorView> feeds;
+  feeds["x"] = rt::TensorView{DType::F32, {3, 37}, x.data()};
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  const float *mx = (*outs)[0].as<float>(), *mn = (*outs)[1].as<float>(), *col = (*outs)[2].as<float>();
+  for (int r = 0; r < 3; ++r) {
+    if (r == 1) {
+      EXPECT_TRUE(std::isnan(mx[r]) && std::isnan(mn[r]));
+      continue;
+    }
+    EXPECT_EQ(mx[r], *std::max_element(x.begin() + r * 37, x.begin() + (r + 1) * 37));
+    EXPECT_EQ(mn[r], *std::min_element(x.begin() + r * 37, x.begin() + (r + 1) * 37));
+  }
+  EXPECT_EQ(mx[2], 5.0f);
+  EXPECT_TRUE(std::isnan(col[20]));
+  EXPECT_EQ(col[0], std::max({x[0], x[37], x[74]}));
 }
 
 TEST(Program, ReshapeViewsShareBytesAndOutputsBind) {
