@@ -144,8 +144,11 @@ static llvm::Error compile(llvm::StringRef dir) {
   // Training needs the loss and the gradients only: without the logits
   // output (output 1, after the loss) a vocab-parallel head's logits are
   // never gathered. Annotation ran first: it finds the LM head by that output.
-  if (train && g.outputs().size() > 1)
+  int64_t vocab = 0;
+  if (train && g.outputs().size() > 1) {
+    vocab = g.outputs()[1]->type().shape.back();
     g.outputs().erase(g.outputs().begin() + 1);
+  }
   if (tp > 1) {
     PassManager spm;
     spm.verifyEach = true;
@@ -160,6 +163,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (dp > 1)
     mesh.axes.insert(mesh.axes.begin(), MeshAxis{"dp", dp});
   Plan plan = makePlan(mesh);
+  plan.vocab = vocab;
   plan.inputs = specsOf(g.inputs());
   plan.outputs = specsOf(g.outputs());
   plan.coverage = g.coverage;

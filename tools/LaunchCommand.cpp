@@ -46,6 +46,9 @@ static cl::opt<int> repeat("repeat", cl::desc("Run this many times; rank 0 print
 static cl::opt<int> steps("steps", cl::desc("Training steps (a --train plan)"), cl::init(0), BOTH);
 static cl::opt<std::string> data("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"), cl::init(""),
                                  BOTH);
+static cl::opt<std::string> dataDtype("data-dtype",
+                                      cl::desc("Token id type of a flat --data file: uint16 (nanoGPT) or int32"),
+                                      cl::init("uint16"), BOTH);
 static cl::opt<int> batch("batch", cl::desc("Sequences per step"), cl::init(0), BOTH);
 static cl::opt<int> seq("seq", cl::desc("Tokens per sequence"), cl::init(0), BOTH);
 static cl::opt<double> lr("lr", cl::desc("AdamW learning rate"), cl::init(1e-3), BOTH);
@@ -118,7 +121,7 @@ int launchMain(int argc, char **argv) {
       return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
     if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
       return reportError(tool, fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine"));
-    if (auto tokens = readTokens(data); !tokens)
+    if (auto tokens = readTokens(data, dataDtype, plan->vocab); !tokens)
       return reportError(tool, tokens.takeError());
     for (const TensorSpec &in : plan->inputs)
       if (auto err = checkTrainingInput(in.name, in.type, batch, seq))
@@ -190,6 +193,7 @@ static llvm::Error runRank(int rank) {
     TrainOptions o;
     o.planDir = planDir;
     o.data = data;
+    o.dataDtype = dataDtype;
     o.outDir = outDir;
     o.schedule = schedule;
     o.steps = steps;

@@ -124,7 +124,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"outputs", specs(p.outputs)},
                           {"coverage", std::move(coverage)},
                           {"params", std::move(params)},
-                          {"param_sharded", std::move(sharded)}};
+                          {"param_sharded", std::move(sharded)},
+                          {"vocab", p.vocab}};
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
@@ -197,6 +198,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   if (const auto *sharded = root->getArray("param_sharded"))
     for (const auto &c : *sharded)
       p.paramSharded.push_back(c.getAsBoolean().getValueOr(false));
+  if (auto v = root->getInteger("vocab"))
+    p.vocab = *v;
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   return p;

@@ -32,6 +32,8 @@ struct Plan {
   /// Per param: split across tensor-parallel ranks (counted once per shard in
   /// the global gradient norm) or replicated (counted once).
   std::vector<bool> paramSharded;
+  /// Training plans: the vocabulary the loss ranges over (0: unknown).
+  int64_t vocab = 0;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
 };

@@ -23,22 +23,44 @@
 namespace partita {
 
 /// Token ids from .npy (any integer type) or a flat little-endian uint16 file.
-llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path) {
+llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path, llvm::StringRef dtype, int64_t vocab) {
+  std::vector<int64_t> tokens;
   if (path.endswith(".npy")) {
     auto t = rt::readNpy(path);
     if (!t)
       return t.takeError();
     if (isFloat(t->dtype()))
       return fail(path + ": token ids must be integers, not " + dtypeName(t->dtype()));
-    return t->toInts();
+    tokens = t->toInts();
+  } else {
+    if (dtype != "uint16" && dtype != "int32")
+      return fail("--data-dtype '" + dtype + "': expected uint16 or int32");
+    size_t width = dtype == "uint16" ? 2 : 4;
+    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+    if (!buf)
+      return fail(path + ": cannot read: " + buf.getError().message());
+    llvm::StringRef bytes = (*buf)->getBuffer();
+    if (bytes.size() % width)
+      return fail(path + ": " + llvm::Twine(bytes.size()) + " bytes is not a whole number of " + dtype +
+                  " token ids (--data-dtype)");
+    tokens.resize(bytes.size() / width);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (width == 2) {
+        uint16_t v;
+        std::memcpy(&v, bytes.data() + 2 * i, 2);
+        tokens[i] = v;
+      } else {
+        int32_t v;
+        std::memcpy(&v, bytes.data() + 4 * i, 4);
+        tokens[i] = v;
+      }
+    }
   }
-  auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-  if (!buf)
-    return fail(path + ": cannot read: " + buf.getError().message());
-  llvm::StringRef bytes = (*buf)->getBuffer();
-  std::vector<int64_t> tokens(bytes.size() / 2);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<uint8_t>(bytes[2 * i]) | (static_cast<uint8_t>(bytes[2 * i + 1]) << 8);
+  if (vocab > 0)
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || tokens[i] >= vocab)
+        return fail(path + ": token id " + llvm::Twine(tokens[i]) + " at position " + llvm::Twine(i) +
+                    " is outside the model's vocabulary [0, " + llvm::Twine(vocab) + ")");
   return tokens;
 }
 
@@ -109,7 +131,7 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
   auto step = rt::Program::load(**stepGraph, device, &env);
   if (!step)
     return step.takeError();
-  auto tokens = readTokens(data);
+  auto tokens = readTokens(data, o.dataDtype, plan.vocab);
   if (!tokens)
     return tokens.takeError();
   int64_t B = batch, T = seq, n = static_cast<int64_t>(tokens->size());

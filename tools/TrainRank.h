@@ -10,14 +10,17 @@ namespace partita {
 
 /// `partita launch`'s training options (see LaunchCommand.cpp for each flag).
 struct TrainOptions {
-  std::string planDir, data, outDir, schedule = "constant";
+  std::string planDir, data, outDir, schedule = "constant", dataDtype = "uint16";
   int steps = 0, batch = 0, seq = 0, seed = 0, microBatches = 1, warmup = 0;
   double lr = 1e-3, minLrRatio = 0, clipNorm = 0, bucketMb = 25;
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
 };
 
-/// Token ids from .npy (any integer type) or a flat little-endian uint16 file.
-llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path);
+/// Token ids from .npy (any integer type) or a flat little-endian file of
+/// `dtype` (uint16, nanoGPT's train.bin, or int32); with `vocab` > 0, every id
+/// must lie in [0, vocab).
+llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path, llvm::StringRef dtype = "uint16",
+                                                int64_t vocab = 0);
 
 /// Whether the training loop can feed this program input: token ids or
 /// labels of shape [batch, seq].
