@@ -121,11 +121,11 @@ int launchMain(int argc, char **argv) {
       return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
     if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
       return reportError(tool, fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine"));
-    if (auto tokens = readTokens(data, dataDtype, plan->vocab); !tokens)
-      return reportError(tool, tokens.takeError());
     for (const TensorSpec &in : plan->inputs)
       if (auto err = checkTrainingInput(in.name, in.type, batch, seq))
         return reportError(tool, std::move(err));
+    if (auto tokens = readTokens(data, dataDtype, plan->vocab); !tokens)
+      return reportError(tool, tokens.takeError());
   }
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&launchMain));
   std::vector<std::string> args;
