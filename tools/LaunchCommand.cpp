@@ -13,6 +13,7 @@
 #include "tools/Commands.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
+#include "tools/TokenFile.h"
 #include "tools/TrainRank.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -124,8 +125,14 @@ int launchMain(int argc, char **argv) {
     for (const TensorSpec &in : plan->inputs)
       if (auto err = checkTrainingInput(in.name, in.type, batch, seq))
         return reportError(tool, std::move(err));
-    if (auto tokens = readTokens(data, dataDtype, plan->vocab); !tokens)
+    auto tokens = TokenFile::open(data, dataDtype);
+    if (!tokens)
       return reportError(tool, tokens.takeError());
+    // Up to ~100M ids are checked here, before any rank starts; the ranks
+    // check every sequence they draw.
+    if (tokens->size() <= (int64_t{1} << 27))
+      if (auto err = tokens->checkRange(plan->vocab))
+        return reportError(tool, std::move(err));
   }
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&launchMain));
   std::vector<std::string> args;

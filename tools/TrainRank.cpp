@@ -9,11 +9,10 @@
 #include "tools/TrainRank.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "runtime/executor/Program.h"
-#include "runtime/io/Npy.h"
+#include "tools/TokenFile.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
 #include <cmath>
@@ -23,47 +22,6 @@
 namespace partita {
 
 /// Token ids from .npy (any integer type) or a flat little-endian uint16 file.
-llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path, llvm::StringRef dtype, int64_t vocab) {
-  std::vector<int64_t> tokens;
-  if (path.endswith(".npy")) {
-    auto t = rt::readNpy(path);
-    if (!t)
-      return t.takeError();
-    if (isFloat(t->dtype()))
-      return fail(path + ": token ids must be integers, not " + dtypeName(t->dtype()));
-    tokens = t->toInts();
-  } else {
-    if (dtype != "uint16" && dtype != "int32")
-      return fail("--data-dtype '" + dtype + "': expected uint16 or int32");
-    size_t width = dtype == "uint16" ? 2 : 4;
-    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-    if (!buf)
-      return fail(path + ": cannot read: " + buf.getError().message());
-    llvm::StringRef bytes = (*buf)->getBuffer();
-    if (bytes.size() % width)
-      return fail(path + ": " + llvm::Twine(bytes.size()) + " bytes is not a whole number of " + dtype +
-                  " token ids (--data-dtype)");
-    tokens.resize(bytes.size() / width);
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      if (width == 2) {
-        uint16_t v;
-        std::memcpy(&v, bytes.data() + 2 * i, 2);
-        tokens[i] = v;
-      } else {
-        int32_t v;
-        std::memcpy(&v, bytes.data() + 4 * i, 4);
-        tokens[i] = v;
-      }
-    }
-  }
-  if (vocab > 0)
-    for (size_t i = 0; i < tokens.size(); ++i)
-      if (tokens[i] < 0 || tokens[i] >= vocab)
-        return fail(path + ": token id " + llvm::Twine(tokens[i]) + " at position " + llvm::Twine(i) +
-                    " is outside the model's vocabulary [0, " + llvm::Twine(vocab) + ")");
-  return tokens;
-}
-
 /// splitmix64: the batch sampler's generator (test/train/check_training.py mirrors it).
 static uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -131,10 +89,10 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
   auto step = rt::Program::load(**stepGraph, device, &env);
   if (!step)
     return step.takeError();
-  auto tokens = readTokens(data, o.dataDtype, plan.vocab);
+  auto tokens = TokenFile::open(data, o.dataDtype);
   if (!tokens)
     return tokens.takeError();
-  int64_t B = batch, T = seq, n = static_cast<int64_t>(tokens->size());
+  int64_t B = batch, T = seq, n = tokens->size();
   for (const auto &in : (*fwd)->inputs())
     if (auto err = checkTrainingInput(in.name, in.type, B, T))
       return err;
@@ -259,6 +217,9 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
           ids[b * T + t] = (*tokens)[off + t];
           labels[b * T + t] = (*tokens)[off + t + 1];
         }
+        // Large corpora are not scanned up front: each sequence is checked as it is drawn.
+        if (auto err = tokens->checkRange(plan.vocab, off, off + T + 1))
+          return err;
       }
       Tensor idsT = Tensor::fromInts(DType::I64, {B, T}, ids), labelsT = Tensor::fromInts(DType::I64, {B, T}, labels);
       llvm::StringMap<rt::TensorView> feeds;

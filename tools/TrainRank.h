@@ -16,12 +16,6 @@ struct TrainOptions {
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
 };
 
-/// Token ids from .npy (any integer type) or a flat little-endian file of
-/// `dtype` (uint16, nanoGPT's train.bin, or int32); with `vocab` > 0, every id
-/// must lie in [0, vocab).
-llvm::Expected<std::vector<int64_t>> readTokens(llvm::StringRef path, llvm::StringRef dtype = "uint16",
-                                                int64_t vocab = 0);
-
 /// Whether the training loop can feed this program input: token ids or
 /// labels of shape [batch, seq].
 llvm::Error checkTrainingInput(llvm::StringRef name, const TensorType &type, int64_t batch, int64_t seq);
