@@ -7,7 +7,8 @@ initializers), F.cross_entropy, torch.optim.AdamW with the same hyper-parameters
 the same batches (the splitmix64 sampler of tools/LaunchCommand.cpp). Checks the
 loss of every step and every final parameter within 1e-4 relative.
 
-Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP [DP [MICRO_BATCHES [SCHEDULE WARMUP CLIP]]]
+Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP [DP [MICRO_BATCHES [SCHEDULE WARMUP CLIP
+       [COMPILE_FLAG...]]]]  (e.g. --sequence-parallel)
 A step's global batch is DP x MICRO_BATCHES x 2 sequences; PyTorch takes it whole.
 SCHEDULE (constant/linear/cosine) with WARMUP steps maps to torch's LambdaLR, CLIP to
 torch.nn.utils.clip_grad_norm_.
@@ -30,6 +31,7 @@ micro = int(sys.argv[7]) if len(sys.argv) > 7 else 1
 schedule = sys.argv[8] if len(sys.argv) > 8 else "constant"
 warmup = int(sys.argv[9]) if len(sys.argv) > 9 else 0
 clip = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
+compile_flags = sys.argv[11:]
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
@@ -94,7 +96,7 @@ for step in range(1, STEPS + 1):
 
 compiled, res = os.path.join(work, f"tp{tp}"), os.path.join(work, f"res{tp}")
 subprocess.run([partita, "compile", os.path.join(root, "models", "fixtures", name + ".onnx"), "--train",
-                "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), "-o", compiled], check=True,
+                "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), *compile_flags, "-o", compiled], check=True,
                stdout=subprocess.DEVNULL)
 subprocess.run([partita, "launch", "-n", str(tp * dp), compiled, "--steps", str(STEPS), "--data",
                 os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
