@@ -107,6 +107,21 @@ int inspectMain() {
     const auto &st = (*program)->stats();
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), st.weightBytes / 1e6,
                        st.arenaBytes / 1e6, collectives, comm / 1e6);
+    if (!r.step.empty()) {
+      // Training: the parameters this rank updates, their gradient buckets,
+      // AdamW's two moments, and the data-parallel all-reduce of the gradients.
+      double params = 0;
+      for (const std::string &name : plan->params)
+        if (const rt::TensorView *p = (*program)->staticTensor(name))
+          params += static_cast<double>(p->bytes());
+      double dp = 1;
+      for (const auto &axis : plan->mesh.axes)
+        if (axis.name == "dp")
+          dp = static_cast<double>(axis.size);
+      os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB, "
+                         "gradient all-reduce over dp %.3f MB/step\n",
+                         params / 1e6, params / 1e6, 2 * params / 1e6, 2 * (dp - 1) / dp * params / 1e6);
+    }
     if (!lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
       for (const auto &l : lines)
