@@ -68,10 +68,7 @@ private:
       return nullptr;
     const Shape &in = w->output()->type().shape, &out = n.output()->type().shape;
     if (n.is("Transpose") && ref->viewStart.empty()) {
-      std::vector<int64_t> perm = n.intsAttr("perm");
-      if (perm.empty())
-        for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i)
-          perm.push_back(i);
+      std::vector<int64_t> perm = transposePerm(n);
       std::vector<int64_t> composed = perm;
       if (!ref->perm.empty()) // transposing a transposed weight: compose the permutations
         for (size_t i = 0; i < perm.size(); ++i)

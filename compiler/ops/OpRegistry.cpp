@@ -45,6 +45,14 @@ int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::vector<int64_t> transposePerm(const Node &n) {
+  std::vector<int64_t> perm = n.intsAttr("perm");
+  if (perm.empty() && n.input(0))
+    for (int64_t i = n.input(0)->type().rank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  return perm;
+}
+
 llvm::Error inferNode(Node &n, int64_t opset,
                       const std::function<const Tensor *(const Value *)> &knownValue) {
   const OpInfo *info = OpRegistry::get().find(n.qualifiedOp());

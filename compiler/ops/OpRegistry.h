@@ -71,5 +71,7 @@ llvm::Expected<std::vector<Tensor>> evaluateNode(const Node &n, llvm::ArrayRef<T
 
 /// Normalises a possibly negative axis against `rank`; -1 when out of range.
 int64_t normalizeAxis(int64_t axis, int64_t rank);
+/// A Transpose node's permutation (ONNX default: its input's dims reversed).
+std::vector<int64_t> transposePerm(const Node &n);
 
 } // namespace partita

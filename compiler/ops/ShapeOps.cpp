@@ -198,17 +198,10 @@ Result evalGather(const Node &n, llvm::ArrayRef<Tensor> in) {
 }
 
 // ---- Transpose -------------------------------------------------------------
-std::vector<int64_t> permOf(const Node &n, int64_t rank) {
-  std::vector<int64_t> perm = n.intsAttr("perm");
-  if (perm.empty())
-    for (int64_t i = rank - 1; i >= 0; --i)
-      perm.push_back(i);
-  return perm;
-}
 
 llvm::Error inferTranspose(const InferContext &c, std::vector<TensorType> &o) {
   const Shape &in = c.type(0).shape;
-  auto perm = permOf(c.node, static_cast<int64_t>(in.size()));
+  auto perm = transposePerm(c.node);
   if (perm.size() != in.size())
     return c.error("perm has " + llvm::Twine(perm.size()) + " entries for rank " +
                    llvm::Twine(in.size()));
@@ -226,7 +219,7 @@ llvm::Error inferTranspose(const InferContext &c, std::vector<TensorType> &o) {
 
 Result evalTranspose(const Node &n, llvm::ArrayRef<Tensor> in) {
   const Shape &s = in[0].shape();
-  auto perm = permOf(n, static_cast<int64_t>(s.size()));
+  auto perm = transposePerm(n);
   Shape out;
   for (int64_t p : perm)
     out.push_back(s[p]);

@@ -4,15 +4,6 @@
 
 namespace partita {
 
-/// The permutation of a Transpose node (ONNX default: reversed dims).
-static std::vector<int64_t> permOf(const Node &t) {
-  std::vector<int64_t> p = t.intsAttr("perm");
-  if (p.empty())
-    for (int64_t d = t.input(0)->type().rank() - 1; d >= 0; --d)
-      p.push_back(d);
-  return p;
-}
-
 Value *GradBuilder::op(llvm::StringRef op, llvm::ArrayRef<Value *> inputs,
                        const std::map<std::string, Attribute> &attrs, llvm::StringRef domain) {
   // A transpose of a transpose is one transpose of the original (or none):
@@ -20,7 +11,7 @@ Value *GradBuilder::op(llvm::StringRef op, llvm::ArrayRef<Value *> inputs,
   if (op == "Transpose" && domain.empty() && inputs.size() == 1 && inputs[0]->definingNode() &&
       inputs[0]->definingNode()->is("Transpose") && attrs.count("perm")) {
     const Node &inner = *inputs[0]->definingNode();
-    std::vector<int64_t> first = permOf(inner), second = attrs.at("perm").ints, composed;
+    std::vector<int64_t> first = transposePerm(inner), second = attrs.at("perm").ints, composed;
     for (int64_t d : second)
       composed.push_back(first[d]);
     bool identity = true;

@@ -35,11 +35,7 @@ void addShapeGrads(std::map<std::string, GradFn> &t) {
   for (const char *op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
     t[op] = reshapeBack;
   t["Transpose"] = [](GradBuilder &b, const Node &n, llvm::ArrayRef<Value *> d, std::vector<Value *> &dIn) -> llvm::Error {
-    std::vector<int64_t> perm = n.intsAttr("perm");
-    int64_t r = n.input(0)->type().rank();
-    if (perm.empty())
-      for (int64_t i = r - 1; i >= 0; --i)
-        perm.push_back(i);
+    std::vector<int64_t> perm = transposePerm(n);
     std::vector<int64_t> inv(perm.size());
     for (size_t i = 0; i < perm.size(); ++i)
       inv[perm[i]] = static_cast<int64_t>(i);

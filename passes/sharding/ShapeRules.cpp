@@ -91,13 +91,7 @@ std::optional<std::vector<Layout>> reshapeBackward(const RuleContext &c, const L
 }
 
 // ---- Transpose -----------------------------------------------------------------------
-std::vector<int64_t> permOf(const RuleContext &c) {
-  std::vector<int64_t> perm = c.node.intsAttr("perm");
-  if (perm.empty())
-    for (int64_t i = c.rank(0) - 1; i >= 0; --i)
-      perm.push_back(i);
-  return perm;
-}
+std::vector<int64_t> permOf(const RuleContext &c) { return transposePerm(c.node); }
 
 RuleResult transposeForward(const RuleContext &c) {
   const Layout &in = c.actual[0];

@@ -7,6 +7,7 @@
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/Dnnl.h"
 #include "compiler/ops/Broadcast.h"
+#include "compiler/ops/OpRegistry.h"
 #include "llvm/ADT/StringSwitch.h"
 #include <algorithm>
 
@@ -254,12 +255,8 @@ Operand operandOf(const Node &n, size_t k, const Node *producer) {
   const Value *v = producer ? producer->input(0) : n.input(k);
   op.stored = v->type().shape;
   op.constant = isProgramConstant(v);
-  if (producer) {
-    op.perm = producer->intsAttr("perm");
-    if (op.perm.empty()) // ONNX default: reverse the dimensions
-      for (int64_t d = static_cast<int64_t>(op.stored.size()) - 1; d >= 0; --d)
-        op.perm.push_back(d);
-  }
+  if (producer)
+    op.perm = transposePerm(*producer);
   return op;
 }
 
@@ -274,7 +271,7 @@ llvm::Expected<std::unique_ptr<Kernel>> makeMatMulWith(const Node &n, const std:
   MatMulOptions o;
   o.hasBias = n.is("Linear", "partita");
   if (epilogue && epilogue->is("Transpose")) {
-    o.outPerm = operandOf(*epilogue, 0, epilogue).perm;
+    o.outPerm = transposePerm(*epilogue);
   } else if (epilogue)
     o.epilogue = llvm::StringSwitch<dnnl::algorithm>(epilogue->qualifiedOp())
                      .Case("partita.Gelu", dnnl::algorithm::eltwise_gelu_erf)

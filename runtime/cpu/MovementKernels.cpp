@@ -298,12 +298,8 @@ void registerMovementKernels(KernelRegistry &r) {
     return std::make_unique<CopyKernel>();
   });
   r.add("Transpose", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
-    std::vector<int64_t> perm = n.intsAttr("perm");
-    int64_t rank = n.input(0)->type().rank();
-    if (perm.empty())
-      for (int64_t i = rank - 1; i >= 0; --i)
-        perm.push_back(i);
-    return std::unique_ptr<Kernel>(new TransposeKernel(n.input(0)->type().shape, perm, dtypeSize(n.input(0)->type().dtype)));
+    return std::unique_ptr<Kernel>(
+        new TransposeKernel(n.input(0)->type().shape, transposePerm(n), dtypeSize(n.input(0)->type().dtype)));
   });
   r.add("Gather", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new GatherKernel(n));
