@@ -31,11 +31,7 @@ static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead 
 
 bool inspectSelected() { return static_cast<bool>(inspectCmd); }
 
-static std::string path(llvm::StringRef rel) {
-  llvm::SmallString<256> p(dir);
-  llvm::sys::path::append(p, rel);
-  return p.str().str();
-}
+static std::string path(llvm::StringRef rel) { return inDir(dir, rel); }
 
 /// Bytes one rank sends per step for a collective node of a local program.
 static double commBytes(const Node &n) {

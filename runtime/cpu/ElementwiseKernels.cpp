@@ -214,8 +214,8 @@ void registerElementwiseKernels(KernelRegistry &r) {
   addUnary(r, "Cos", [](float x) { return std::cos(x); });
   addUnary(r, "Floor", [](float x) { return std::floor(x); });
   addUnary(r, "Ceil", [](float x) { return std::ceil(x); });
-  addUnary(r, "Sigmoid", [](float x) { return 1.0f / (1.0f + fastExp(-x)); });
-  addUnary(r, "Relu", [](float x) { return x > 0.0f ? x : 0.0f; });
+  addUnary(r, "Sigmoid", [](float x) { return sigmoid(x); });
+  addUnary(r, "Relu", [](float x) { return relu(x); });
   addUnary(r, "partita.Gelu", [](float x) { return geluErf(x); }); // lambdas inline; a function pointer would not
   addUnary(r, "partita.FastGelu", [](float x) { return geluTanh(x); });
   addBinary(r, "Add", [](float a, float b) { return a + b; });
@@ -224,7 +224,7 @@ void registerElementwiseKernels(KernelRegistry &r) {
   addBinary(r, "Div", [](float a, float b) { return a / b; });
   addBinary(r, "Max", [](float a, float b) { return std::max(a, b); });
   addBinary(r, "Min", [](float a, float b) { return std::min(a, b); });
-  addBinary(r, "Pow", [](float a, float b) { return b == 2.0f ? a * a : std::pow(a, b); });
+  addBinary(r, "Pow", [](float a, float b) { return power(a, b); });
   r.add("Cast", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     DType from = n.input(0)->type().dtype, to = n.output()->type().dtype;
     // Float-to-integer casts of out-of-range values are left to the reference.

@@ -55,6 +55,11 @@ template <typename Acc, typename F> inline Acc laneSum(int64_t n, F term) {
   return total;
 }
 
+inline float sigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
+/// x^e, exact and fast for the square that variance computations use.
+inline float power(float x, float e) { return e == 2.0f ? x * x : std::pow(x, e); }
+
 inline float geluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
 
 inline float geluTanh(float x) {

@@ -70,6 +70,20 @@ public:
       return llvm::Error::success();
     }
     std::vector<double> acc(static_cast<size_t>(outCount_), 0.0);
+    forEachInputRow(x, [&](const float *px, int64_t inner, int64_t out, int64_t s) {
+      for (int64_t i = 0; i < inner; ++i)
+        acc[out + i * s] += px[i];
+    });
+    for (int64_t o = 0; o < outCount_; ++o)
+      y[o] = static_cast<float>(acc[o] / div);
+    return llvm::Error::success();
+  }
+
+private:
+  /// The general (non-trailing) walk: visit(row, inner, out, s) for every
+  /// innermost row of the input, where element i of the row reduces into
+  /// output out + i·s.
+  template <typename F> void forEachInputRow(const float *x, F visit) const {
     int64_t n = numElements(in_), rank = static_cast<int64_t>(in_.size()), inner = in_.back();
     for (int64_t row = 0; row < n / std::max<int64_t>(inner, 1); ++row) {
       int64_t rem = row, out = 0;
@@ -77,17 +91,10 @@ public:
         out += (rem % in_[d]) * outStrides_[d];
         rem /= in_[d];
       }
-      const float *px = x + row * inner;
-      int64_t s = outStrides_[rank - 1];
-      for (int64_t i = 0; i < inner; ++i)
-        acc[out + i * s] += px[i];
+      visit(x + row * inner, inner, out, outStrides_[rank - 1]);
     }
-    for (int64_t o = 0; o < outCount_; ++o)
-      y[o] = static_cast<float>(acc[o] / div);
-    return llvm::Error::success();
   }
 
-private:
   /// Max or min; a NaN anywhere makes the result NaN, as in ONNX Runtime.
   llvm::Error runExtremum(KernelContext &ctx) {
     return max_ ? extremum<true>(ctx) : extremum<false>(ctx);
@@ -126,20 +133,12 @@ private:
     }
     std::vector<float> acc(static_cast<size_t>(outCount_), init);
     std::vector<char> nan(static_cast<size_t>(outCount_), 0);
-    int64_t n = numElements(in_), rank = static_cast<int64_t>(in_.size()), inner = in_.back();
-    for (int64_t row = 0; row < n / std::max<int64_t>(inner, 1); ++row) {
-      int64_t rem = row, out = 0;
-      for (int64_t d = rank - 2; d >= 0; --d) {
-        out += (rem % in_[d]) * outStrides_[d];
-        rem /= in_[d];
-      }
-      const float *px = x + row * inner;
-      int64_t s = outStrides_[rank - 1];
+    forEachInputRow(x, [&](const float *px, int64_t inner, int64_t out, int64_t s) {
       for (int64_t i = 0; i < inner; ++i) {
         acc[out + i * s] = better<Max>(acc[out + i * s], px[i]);
         nan[out + i * s] |= px[i] != px[i];
       }
-    }
+    });
     for (int64_t o = 0; o < outCount_; ++o)
       y[o] = nan[o] ? std::numeric_limits<float>::quiet_NaN() : acc[o];
     return llvm::Error::success();

@@ -22,10 +22,16 @@ void KernelRegistry::add(llvm::StringRef qualifiedOp, DeviceKind device, KernelF
   factories_[static_cast<int>(device)][qualifiedOp] = std::move(factory);
 }
 
-const KernelFactory *KernelRegistry::find(llvm::StringRef qualifiedOp, DeviceKind device) const {
-  const auto &table = factories_[static_cast<int>(device)];
-  auto it = table.find(qualifiedOp);
+/// The entry for `key` in a device's table, or null.
+template <typename T>
+static const T *lookup(const llvm::StringMap<T> (&tables)[2], DeviceKind device, const std::string &key) {
+  const auto &table = tables[static_cast<int>(device)];
+  auto it = table.find(key);
   return it == table.end() ? nullptr : &it->second;
+}
+
+const KernelFactory *KernelRegistry::find(llvm::StringRef qualifiedOp, DeviceKind device) const {
+  return lookup(factories_, device, qualifiedOp.str());
 }
 
 void KernelRegistry::addEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device,
@@ -35,9 +41,7 @@ void KernelRegistry::addEpilogue(llvm::StringRef producer, llvm::StringRef consu
 
 const EpilogueFactory *KernelRegistry::findEpilogue(llvm::StringRef producer, llvm::StringRef consumer,
                                                     DeviceKind device) const {
-  const auto &table = epilogues_[static_cast<int>(device)];
-  auto it = table.find((producer + "+" + consumer).str());
-  return it == table.end() ? nullptr : &it->second;
+  return lookup(epilogues_, device, (producer + "+" + consumer).str());
 }
 
 void KernelRegistry::addOperandFusion(llvm::StringRef consumer, llvm::StringRef producer, DeviceKind device,
@@ -47,9 +51,7 @@ void KernelRegistry::addOperandFusion(llvm::StringRef consumer, llvm::StringRef 
 
 const OperandFusionFactory *KernelRegistry::findOperandFusion(llvm::StringRef consumer, llvm::StringRef producer,
                                                               DeviceKind device) const {
-  const auto &table = operandFusions_[static_cast<int>(device)];
-  auto it = table.find((consumer + "<-" + producer).str());
-  return it == table.end() ? nullptr : &it->second;
+  return lookup(operandFusions_, device, (consumer + "<-" + producer).str());
 }
 
 std::vector<std::string> KernelRegistry::ops(DeviceKind device) const {
