@@ -105,6 +105,8 @@ public:
   }
 
   llvm::Error run(Graph &g) override {
+    // Kept to try other sizes on when this one fails.
+    std::unique_ptr<Graph> original = tp_ > 1 && !allowReplicated_ && !probing_ ? cloneGraph(g) : nullptr;
     g.mesh.axes = {MeshAxis{kAxis, tp_}};
     g.coverage.clear();
     splitFusedProjections(g);
@@ -122,10 +124,12 @@ public:
         continue;
       PairSearch search{tp_, {}, {}, false, ""};
       int64_t last = n->input(0)->type().rank() - 1;
-      bool found = n->input(0)->type().shape.back() % tp_ == 0 && search.want(n->input(0), Layout::split(last)) &&
-                   !search.columns.empty();
+      int64_t features = n->input(0)->type().shape.back();
+      bool found = features % tp_ == 0 && search.want(n->input(0), Layout::split(last)) && !search.columns.empty();
       if (!found) {
-        rowWhy[n] = search.why;
+        rowWhy[n] = features % tp_ ? "its " + std::to_string(features) + " input features do not divide by tp=" +
+                                         std::to_string(tp_)
+                                   : search.why;
         continue;
       }
       bool clash = false;
@@ -192,13 +196,18 @@ public:
     std::vector<std::string> blockProblems;
     for (Node *n : g.nodes()) {
       if (n->is("Softmax") && !coveredSoftmax.count(n)) {
+        // Scores [.., heads, queries, keys]: heads that do not divide say it all.
+        const Shape &scores = n->output()->type().shape;
+        int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
         const Node *row = downstreamProjection(n);
-        std::string why = row && rowWhy.count(row) && !rowWhy[row].empty() ? rowWhy[row]
-                                                                            : "no projection pair splits its heads";
+        std::string why = heads > 0 && heads % tp_ != 0
+                              ? std::to_string(heads) + " heads do not divide by tp=" + std::to_string(tp_)
+                          : row && rowWhy.count(row) && !rowWhy[row].empty() ? rowWhy[row]
+                                                                             : "no projection pair splits its heads";
         blockProblems.push_back("attention block at " + n->describe() + " could not be sharded: " + why);
       }
       if (projectionWeight(n) && !assigned.count(n))
-        problems.push_back("projection " + n->describe() + " could not be sharded (no row/column pairing)");
+        problems.push_back("projection " + n->describe() + " could not be sharded: " + unpairedWhy(n, rowWhy));
     }
     problems.insert(problems.begin(), blockProblems.begin(), blockProblems.end());
     for (const auto &p : problems)
@@ -208,6 +217,7 @@ public:
                                    (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
                                                               " more; see the coverage report)"
                                                         : "") +
+                                   (original ? "; " + workingTpSizes(*original) : std::string()) +
                                    "; pass allow-replicated=1 (--allow-replicated) to replicate it");
     return llvm::Error::success();
   }
@@ -215,6 +225,49 @@ public:
 private:
   int64_t tp_ = 1;
   bool allowReplicated_ = false;
+  bool probing_ = false; // a trial run of workingTpSizes: errors only, no suggestions
+
+  /// Why projection `n` found no partner: its own output features, else the
+  /// reason the search from the projection reading it failed.
+  std::string unpairedWhy(const Node *n, const llvm::DenseMap<const Node *, std::string> &rowWhy) const {
+    int64_t features = n->output()->type().shape.empty() ? 0 : n->output()->type().shape.back();
+    if (features % tp_ != 0)
+      return "its " + std::to_string(features) + " output features do not divide by tp=" + std::to_string(tp_);
+    auto it = rowWhy.find(n);
+    if (it == rowWhy.end() || it->second.empty())
+      if (const Node *row = downstreamProjection(n))
+        it = rowWhy.find(row);
+    return it != rowWhy.end() && !it->second.empty() ? "no row/column pairing (" + it->second + ")"
+                                                     : "no row/column pairing";
+  }
+
+  /// "tp=1, 2 or 4 would shard every block": the sizes up to twice tp (at
+  /// least 8) for which this pass succeeds on a copy of `g`.
+  std::string workingTpSizes(const Graph &g) const {
+    std::vector<int64_t> ok;
+    for (int64_t t = 1; t <= std::max<int64_t>(8, 2 * tp_); ++t) {
+      if (t == tp_)
+        continue;
+      if (t == 1) {
+        ok.push_back(t);
+        continue;
+      }
+      std::unique_ptr<Graph> trial = cloneGraph(g);
+      AnnotateMegatron probe;
+      probe.tp_ = t;
+      probe.probing_ = true;
+      if (llvm::Error err = probe.run(*trial))
+        llvm::consumeError(std::move(err));
+      else
+        ok.push_back(t);
+    }
+    std::string list;
+    for (size_t i = 0; i < ok.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == ok.size() ? " or " : ", ") + std::to_string(ok[i]);
+    if (ok.size() == 1)
+      return "only tp=1 up to tp=" + std::to_string(std::max<int64_t>(8, 2 * tp_)) + " would shard every block";
+    return "tp=" + list + " would shard every block";
+  }
 
   /// The first projection reached from `n` through its users.
   static const Node *downstreamProjection(const Node *n) {

@@ -83,7 +83,8 @@ public:
       }
       RuleResult r = forwardLayouts(*n, actual, parts);
       if (sequenceParallel_)
-        preferTokenSplit(*n, actual, parts, r);
+        if (auto err = preferTokenSplit(*n, actual, parts, ax, r))
+          return err;
       for (size_t i = 0; i < n->numInputs(); ++i)
         if (n->input(i) && r.operands[i] != actual[i])
           n->setInput(i, reshard(n->input(i), r.operands[i]));
@@ -129,17 +130,36 @@ private:
   /// Sequence parallelism: re-run the rule of an elementwise op or a
   /// normalisation with its operands split along the token dimension when it
   /// would otherwise compute replicated from a partial sum or a token split.
-  static void preferTokenSplit(const Node &n, const std::vector<Layout> &actual, int64_t parts, RuleResult &r) {
+  /// A reduced activation none of whose token dimensions divides is an error:
+  /// silently running it replicated would drop sequence parallelism.
+  llvm::Error preferTokenSplit(const Node &n, const std::vector<Layout> &actual, int64_t parts,
+                               llvm::StringRef ax, RuleResult &r) const {
     bool normLike = n.is("LayerNormalization") || n.is("Add") || n.is("Sub") || n.is("Mul") || n.is("Div") ||
                     n.is("Dropout") || n.is("Identity") || n.is("Where");
     if (!normLike || n.numOutputs() == 0 || r.results.empty() || !r.results[0].isReplicated())
-      return;
+      return llvm::Error::success();
     bool fromReduction = false;
     int64_t d = tokenDim(n.output(), parts);
     for (size_t i = 0; i < actual.size(); ++i)
-      fromReduction |= actual[i].partial || (actual[i].dim >= 0 && actual[i].dim == d);
+      fromReduction |= actual[i].partial || (d >= 0 && actual[i].dim == d);
+    if (fromReduction && d < 0 && n.output()->type().rank() >= 2 && isFloat(n.output()->type().dtype)) {
+      const Value *partial = nullptr;
+      for (size_t i = 0; i < actual.size() && !partial; ++i)
+        if (actual[i].partial && n.input(i)->type().rank() >= 2)
+          partial = n.input(i);
+      if (!partial)
+        partial = n.output();
+      const Shape &s = partial->type().shape;
+      int64_t seq = static_cast<int64_t>(s.size()) - 2;
+      return passError(name(), "sequence-parallel: the sequence dimension " + llvm::Twine(seq) + " (size " +
+                                   llvm::Twine(s[seq]) + ") of value %" + partial->name() + " (" +
+                                   partial->type().str() + ", reduced for " + n.describe() +
+                                   ") does not divide by " + ax + "=" + llvm::Twine(parts) +
+                                   ", nor does any other token dimension; use a sequence length that is a "
+                                   "multiple of " + llvm::Twine(parts) + " or drop sequence-parallel=1 (--sequence-parallel)");
+    }
     if (!fromReduction || d < 0)
-      return;
+      return llvm::Error::success();
     std::vector<Layout> split(actual.size(), Layout::replicated());
     int64_t outRank = n.output()->type().rank();
     for (size_t i = 0; i < actual.size(); ++i) {
@@ -151,6 +171,7 @@ private:
     RuleResult alt = forwardLayouts(n, split, parts);
     if (!alt.results.empty() && alt.results[0] == Layout::split(d))
       r = alt;
+    return llvm::Error::success();
   }
 };
 

@@ -1,7 +1,7 @@
 // RUN: not partita-opt %s --split-input-file --passes='annotate-megatron{tp=4}' 2>&1 | FileCheck %s
 
 // Two heads cannot be split four ways.
-// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: node '%m' (Reshape) cannot produce a split of dimension 2 of [1,4,8] from [1,4,2,4] into 4 parts (the regrouped dimensions do not divide) (and 3 more; see the coverage report); pass allow-replicated=1 (--allow-replicated) to replicate it
+// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: 2 heads do not divide by tp=4 (and 3 more; see the coverage report); tp=1 or 2 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @attention(%x: f32[1,4,8]) opset 17 {
   %wq = Weight() {name = "wq"} : f32[8,8]
   %wk = Weight() {name = "wk"} : f32[8,8]
@@ -29,7 +29,7 @@ graph @attention(%x: f32[1,4,8]) opset 17 {
 
 // -----
 // A vocabulary of 30 does not split four ways: padding is offered.
-// CHECK: partita-opt: error: annotate-megatron: embedding '%x' (Gather): vocabulary 30 is not divisible by tp=4; pad the vocabulary to a multiple of 4 (as Megatron's --make-vocab-size-divisible-by does); pass allow-replicated=1 (--allow-replicated) to replicate it
+// CHECK: partita-opt: error: annotate-megatron: embedding '%x' (Gather): vocabulary 30 is not divisible by tp=4; pad the vocabulary to a multiple of 4 (as Megatron's --make-vocab-size-divisible-by does); tp=1, 2, 3, 5 or 6 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @lm(%ids: i64[2,4]) opset 17 {
   %emb = Weight() {name = "emb"} : f32[30,8]
   %x = Gather(%emb, %ids) : f32[2,4,8]
@@ -38,7 +38,7 @@ graph @lm(%ids: i64[2,4]) opset 17 {
 
 // -----
 // An MLP whose hidden size (6) does not split four ways.
-// CHECK: partita-opt: error: annotate-megatron: projection '%h' (MatMul) could not be sharded (no row/column pairing)
+// CHECK: partita-opt: error: annotate-megatron: projection '%h' (MatMul) could not be sharded: its 6 output features do not divide by tp=4; tp=1, 2, 3 or 6 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @mlp(%x: f32[4,8]) opset 17 {
   %w1 = Weight() {name = "w1"} : f32[8,6]
   %w2 = Weight() {name = "w2"} : f32[6,8]
