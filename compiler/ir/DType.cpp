@@ -44,4 +44,16 @@ std::optional<DType> dtypeFromOnnx(int onnxType) {
 
 int dtypeToOnnx(DType t) { return info(t).onnx; }
 
+std::string onnxDTypeName(int onnxType) {
+  // onnx.proto's TensorProto.DataType, in enum order.
+  static const char *const kNames[] = {
+      "undefined", "float",    "uint8",        "int8",           "uint16",     "int16",
+      "int32",     "int64",    "string",       "bool",           "float16",    "double",
+      "uint32",    "uint64",   "complex64",    "complex128",     "bfloat16",   "float8e4m3fn",
+      "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1"};
+  if (onnxType >= 0 && onnxType < static_cast<int>(sizeof(kNames) / sizeof(kNames[0])))
+    return kNames[onnxType];
+  return "element type " + std::to_string(onnxType);
+}
+
 } // namespace partita

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include "llvm/ADT/StringRef.h"
 
 namespace partita {
@@ -18,5 +19,9 @@ bool isFloat(DType t);
 /// ONNX TensorProto.DataType <-> DType.
 std::optional<DType> dtypeFromOnnx(int onnxType);
 int dtypeToOnnx(DType t);
+/// The TensorProto.DataType name of an ONNX element type, lower-cased
+/// ("float", "complex64", "string"), for messages; "element type N" when the
+/// number is not one ONNX defines.
+std::string onnxDTypeName(int onnxType);
 
 } // namespace partita

@@ -12,6 +12,15 @@ llvm::Error fail(const llvm::Twine &msg) {
 }
 
 llvm::Error checkValue(const Graph &g, const Value *v, const llvm::Twine &where) {
+  const Shape &shape = v->type().shape;
+  for (size_t d = 0; v->type().known && d < shape.size(); ++d)
+    if (shape[d] < 0 && shape[d] != kDynamicDim) {
+      std::string dims;
+      for (int64_t x : shape)
+        dims += (dims.empty() ? "" : ",") + std::to_string(x);
+      return fail(where + ": value %" + v->name() + " has negative dimension " + llvm::Twine(shape[d]) +
+                  " (dimension " + llvm::Twine(d) + " of [" + dims + "])");
+    }
   if (!v->type().isStatic())
     return fail(where + ": value %" + v->name() + " has non-static type " + v->type().str());
   if (v->sharding() && !g.mesh.empty()) {

@@ -79,6 +79,20 @@ llvm::Error inferNode(Node &n, int64_t opset,
   if (outs.size() < n.numOutputs())
     return ctx.error("produces " + llvm::Twine(outs.size()) + " results, the node has " +
                      llvm::Twine(n.numOutputs()));
+  // From static operands a rule can still compute a negative size (a shape
+  // operand that folds to a negative number): name it rather than let it pass
+  // as a dynamic dimension.
+  bool staticOperands = std::all_of(n.inputs().begin(), n.inputs().end(),
+                                    [](const Value *v) { return !v || v->type().isStatic(); });
+  for (size_t i = 0; i < n.numOutputs() && staticOperands; ++i)
+    for (size_t d = 0; d < outs[i].shape.size(); ++d)
+      if (outs[i].shape[d] < 0) {
+        std::string dims;
+        for (int64_t x : outs[i].shape)
+          dims += (dims.empty() ? "" : ",") + std::to_string(x);
+        return ctx.error("result %" + n.output(i)->name() + " would have negative dimension " +
+                         llvm::Twine(outs[i].shape[d]) + " (dimension " + llvm::Twine(d) + " of [" + dims + "])");
+      }
   for (size_t i = 0; i < n.numOutputs(); ++i) {
     outs[i].known = true;
     n.output(i)->type() = outs[i];

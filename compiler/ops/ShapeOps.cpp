@@ -50,6 +50,26 @@ const Tensor *requireValue(const InferContext &c, size_t i, llvm::StringRef what
   return t;
 }
 
+/// "%t (= [-3,5])": a shape operand and the sizes it folds to, negative ones
+/// as written (shapeString would show -1 as '?').
+std::string foldedShape(const InferContext &c, size_t i, const Tensor &t) {
+  std::string dims;
+  for (int64_t d : t.toInts())
+    dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  const Value *v = c.node.input(i);
+  return (v ? "%" + v->name() + " " : std::string()) + "(= [" + dims + "])";
+}
+
+/// An error when the shape operand `i` folds to a negative size (other than
+/// `allowed`, Reshape's -1).
+llvm::Error checkNonNegative(const InferContext &c, size_t i, const Tensor &t, llvm::StringRef what,
+                             int64_t allowed = 0) {
+  for (int64_t d : t.toInts())
+    if (d < 0 && d != allowed)
+      return c.error(what + " " + foldedShape(c, i, t) + " has negative dimension " + llvm::Twine(d));
+  return llvm::Error::success();
+}
+
 // ---- Reshape ---------------------------------------------------------------
 llvm::Expected<Shape> reshapeTarget(const InferContext &c) {
   llvm::Error err = llvm::Error::success();
@@ -73,7 +93,8 @@ llvm::Expected<Shape> reshapeTarget(const InferContext &c) {
         return c.error("target shape has more than one -1");
       inferred = i;
     } else if (d < 0) {
-      return c.error("target shape has negative dimension " + llvm::Twine(d));
+      return c.error("target shape " + foldedShape(c, 1, *shapeT) + " has negative dimension " + llvm::Twine(d) +
+                     " (only -1, inferred, may be negative)");
     } else {
       known *= d;
     }
@@ -400,6 +421,8 @@ llvm::Error inferExpand(const InferContext &c, std::vector<TensorType> &o) {
   if (!shapeT)
     return err;
   llvm::consumeError(std::move(err));
+  if (auto bad = checkNonNegative(c, 1, *shapeT, "the expand shape"))
+    return bad;
   auto target = shapeT->toInts();
   auto out = broadcastShapes({c.type(0).shape, Shape(target.begin(), target.end())});
   if (!out)
@@ -428,6 +451,8 @@ llvm::Error inferConstantOfShape(const InferContext &c, std::vector<TensorType> 
   if (!shapeT)
     return err;
   llvm::consumeError(std::move(err));
+  if (auto bad = checkNonNegative(c, 0, *shapeT, "the output shape"))
+    return bad;
   auto dims = shapeT->toInts();
   o.push_back(TensorType{constantOfShapeFill(c.node).dtype(), Shape(dims.begin(), dims.end()), true});
   return llvm::Error::success();
