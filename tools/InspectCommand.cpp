@@ -33,6 +33,21 @@ bool inspectSelected() { return static_cast<bool>(inspectCmd); }
 
 static std::string path(llvm::StringRef rel) { return inDir(dir, rel); }
 
+/// Loads a program to read its sizes without allocating anything: inspect
+/// reports from types, so a plan whose tensors would not fit this machine
+/// still prints its table. The addresses it hands out are never read or
+/// written (nothing runs, and copies are dropped).
+class SizingDevice final : public rt::Device {
+public:
+  rt::DeviceKind kind() const override { return rt::DeviceKind::CPU; }
+  std::string name() const override { return "sizing"; }
+  void *allocate(size_t) override { return reinterpret_cast<void *>(alignment()); }
+  void deallocate(void *) override {}
+  void copyFromHost(void *, const void *, size_t) override {}
+  void copyToHost(void *, const void *, size_t) override {}
+  void copyOnDevice(void *, const void *, size_t) override {}
+};
+
 /// Bytes one rank sends per step for a collective node of a local program.
 static double commBytes(const Node &n) {
   double parts = static_cast<double>(n.intAttr("parts", 1));
@@ -85,7 +100,7 @@ int inspectMain() {
     auto g = importOnnx(path(r.forward), ImportOptions());
     if (!g)
       return reportError(tool, g.takeError());
-    rt::CpuDevice device;
+    SizingDevice device;
     auto program = rt::Program::load(**g, device);
     if (!program)
       return reportError(tool, program.takeError());
