@@ -2,8 +2,9 @@
 //
 // model.onnx -> out/plan.json, out/global.pir (the sharded global IR) and
 // out/rank<k>/forward.onnx (+ forward.pir) for every rank. Everything is
-// written to out.partial/ and renamed into place, so a failure leaves no
-// partial output.
+// written to a staging folder and moved into place when complete
+// (tools/OutputDir.h: a failure leaves no partial output, and a folder
+// Partita did not write is never replaced).
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Printer.h"
 #include "compiler/ir/Verifier.h"
@@ -11,12 +12,15 @@
 #include "compiler/pass/PassManager.h"
 #include "passes/AdamWStep.h"
 #include "tools/Commands.h"
+#include "tools/OutputDir.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cmath>
+#include <map>
 
 namespace cl = llvm::cl;
 
@@ -93,6 +97,7 @@ static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::Strin
   if (r.rank == 0) {
     plan.params = names;
     plan.paramSharded = sharded;
+    plan.paramTypes = types;
   }
   else if (plan.params != names)
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
@@ -107,6 +112,42 @@ static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::Strin
   return exportOnnx(*step, path);
 }
 
+/// The integer inputs that index an embedding table (a Gather of a weight,
+/// possibly through casts and reshapes), with the table's row count.
+static std::map<std::string, int64_t> indexRanges(const Graph &g) {
+  std::map<std::string, int64_t> ranges;
+  for (const Value *in : g.inputs()) {
+    if (isFloat(in->type().dtype))
+      continue;
+    std::vector<const Value *> work{in};
+    while (!work.empty()) {
+      const Value *v = work.back();
+      work.pop_back();
+      for (const Node *user : v->users()) {
+        if (user->is("Cast") || user->is("Reshape") || user->is("Unsqueeze") || user->is("Squeeze") ||
+            user->is("Flatten")) {
+          if (user->input(0) == v)
+            work.push_back(user->output(0));
+          continue;
+        }
+        if (!user->is("Gather") || user->numInputs() < 2 || user->input(1) != v)
+          continue;
+        const Value *table = user->input(0);
+        const Node *def = table->definingNode();
+        if (!def || !def->is("Weight") || table->type().shape.empty())
+          continue;
+        int64_t axis = user->intAttr("axis", 0);
+        if (axis < 0)
+          axis += static_cast<int64_t>(table->type().shape.size());
+        int64_t rows = table->type().shape[axis];
+        auto it = ranges.find(in->name());
+        ranges[in->name()] = it == ranges.end() ? rows : std::min(it->second, rows);
+      }
+    }
+  }
+  return ranges;
+}
+
 static llvm::Error compile(llvm::StringRef dir) {
   if (tp < 1 || pp < 1 || dp < 1)
     return fail("--tp, --pp and --dp must be >= 1");
@@ -118,6 +159,8 @@ static llvm::Error compile(llvm::StringRef dir) {
     return notYet("--zero", zero);
   if (sequenceParallel && tp == 1)
     return fail("--sequence-parallel needs --tp > 1");
+  if (!std::isfinite(weightDecay) || weightDecay < 0)
+    return fail("--weight-decay " + formatNumber(weightDecay) + ": must be a finite number >= 0");
   ImportOptions opts;
   for (const auto &s : inputShapes)
     if (auto err = parseInputShape(s, opts))
@@ -141,6 +184,7 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   if (auto err = pm.run(g))
     return err;
+  std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
   // Training needs the loss and the gradients only: without the logits
   // output (output 1, after the loss) a vocab-parallel head's logits are
   // never gathered. Annotation ran first: it finds the LM head by that output.
@@ -167,6 +211,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   plan.inputs = specsOf(g.inputs());
   plan.outputs = specsOf(g.outputs());
   plan.coverage = g.coverage;
+  plan.indexRanges = ranges;
 
   if (auto ec = llvm::sys::fs::create_directories(dir))
     return fail("cannot create " + dir + ": " + ec.message());
@@ -174,7 +219,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   llvm::sys::path::append(globalPath, "global.pir");
   if (auto err = writeText(globalPath, g))
     return err;
-  for (const RankPlan &r : plan.ranks) {
+  for (RankPlan &r : plan.ranks) {
     std::unique_ptr<Graph> local = cloneGraph(g);
     if (!g.mesh.empty()) { // localize picks the tp coordinate (rank mod tp)
       PassManager lpm;
@@ -198,6 +243,10 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (train)
       if (auto err = emitStep(g, *local, rankDir, r, plan))
         return err;
+    for (const std::string &program : {r.forward, r.step})
+      if (!program.empty())
+        if (auto err = recordProgramHash(r, dir, program))
+          return err;
   }
   llvm::SmallString<256> planPath(dir);
   llvm::sys::path::append(planPath, "plan.json");
@@ -206,22 +255,20 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (printIR)
     printGraph(g, llvm::outs());
   llvm::outs() << "partita: compiled " << model << " for " << mesh.str() << " (" << plan.worldSize()
-               << " rank" << (plan.worldSize() == 1 ? "" : "s") << ") -> " << outDir << "/\n";
+               << " rank" << (plan.worldSize() == 1 ? "" : "s") << ") -> " << llvm::StringRef(outDir).rtrim('/') << "/\n";
   for (const auto &c : plan.coverage)
     llvm::outs() << "  " << c << "\n";
   return llvm::Error::success();
 }
 
 int compileMain() {
-  std::string tmp = outDir + ".partial";
-  llvm::sys::fs::remove_directories(tmp);
-  if (auto err = compile(tmp)) {
-    llvm::sys::fs::remove_directories(tmp);
+  auto staged = StagedOutput::begin(outDir, "compile", "-o", {model.getValue()});
+  if (!staged)
+    return reportError("partita compile", staged.takeError());
+  if (auto err = compile(staged->path()))
+    return reportError("partita compile", std::move(err)); // the staging folder goes, an earlier output stays
+  if (auto err = staged->commit())
     return reportError("partita compile", std::move(err));
-  }
-  llvm::sys::fs::remove_directories(outDir);
-  if (auto ec = llvm::sys::fs::rename(tmp, outDir))
-    return reportError("partita compile", fail("cannot move the output to " + outDir + ": " + ec.message()));
   return 0;
 }
 

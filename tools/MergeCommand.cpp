@@ -19,6 +19,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include "onnx/onnx_pb.h"
+#include <climits>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -36,7 +39,13 @@ static cl::opt<std::string> mergeOut("o", cl::desc("Output model"), cl::sub(merg
 bool mergeSelected() { return static_cast<bool>(mergeCmd); }
 
 /// One parameter with its shards concatenated along the split dimension.
-static llvm::Expected<Tensor> gatherShards(const Plan &plan, const std::string &name, const Shape &full) {
+/// Every shard file is checked against the plan's shard type first, and the
+/// shards against the model's weight: the error names the file.
+static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const Shape &full) {
+  const std::string &name = plan.params[param];
+  if (plan.paramTypes.size() != plan.params.size())
+    return fail("the plan records no shard types (compiled by an older Partita? compile again)");
+  const TensorType &shard = plan.paramTypes[param];
   std::vector<Tensor> parts;
   std::map<int64_t, bool> seenTp;
   for (const RankPlan &r : plan.ranks) {
@@ -49,14 +58,25 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, const std::string &
     auto t = rt::readNpy(path);
     if (!t)
       return t.takeError();
+    if (t->type() != shard)
+      return fail(path + ": holds " + t->type().str() + ", but parameter '" + name + "' has " + shard.str() +
+                  " shards in the plan");
     parts.push_back(*t);
   }
-  if (parts.size() == 1 || parts[0].shape() == full)
-    return parts[0];
-  int64_t dim = -1;
+  if (full.size() != shard.shape.size())
+    return fail("parameter '" + name + "': the plan's shards are " + shard.str() + ", the model's weight is " +
+                TensorType{shard.dtype, full, true}.str());
+  int64_t dim = -1, splits = 0;
   for (size_t d = 0; d < full.size(); ++d)
-    if (parts[0].shape()[d] != full[d])
+    if (shard.shape[d] != full[d]) {
       dim = static_cast<int64_t>(d);
+      ++splits;
+    }
+  if (dim < 0 && parts.size() >= 1)
+    return parts[0];
+  if (splits != 1 || shard.shape[dim] * static_cast<int64_t>(parts.size()) != full[dim])
+    return fail("parameter '" + name + "': " + llvm::Twine(parts.size()) + " shards of " + shard.str() +
+                " do not make the model's weight " + TensorType{shard.dtype, full, true}.str());
   int64_t outer = numElements(llvm::ArrayRef<int64_t>(full).take_front(dim));
   size_t es = dtypeSize(parts[0].dtype()), row = parts[0].byteSize() / std::max<int64_t>(outer, 1);
   auto bytes = std::make_shared<std::vector<uint8_t>>(numElements(full) * es);
@@ -64,6 +84,75 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, const std::string &
     for (size_t p = 0; p < parts.size(); ++p)
       std::memcpy(bytes->data() + (o * parts.size() + p) * row, parts[p].data() + o * row, row);
   return Tensor(parts[0].dtype(), full, std::move(bytes));
+}
+
+/// The metadata key a merged model carries.
+static constexpr const char *kMergeMark = "partita.merged_from";
+
+/// `path` is an ONNX model an earlier merge wrote: its top-level
+/// metadata_props (field 14) hold kMergeMark. Skips the graph unparsed.
+static bool writtenByMerge(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return false;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>((*buf)->getBufferStart()),
+                                            static_cast<int>((*buf)->getBufferSize()));
+  in.SetTotalBytesLimit(INT_MAX);
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag >> 3 != 14) {
+      if (!google::protobuf::internal::WireFormatLite::SkipField(&in, tag))
+        return false;
+      continue;
+    }
+    std::string bytes;
+    uint32_t len = 0;
+    if (!in.ReadVarint32(&len) || !in.ReadString(&bytes, static_cast<int>(len)))
+      return false;
+    onnx::StringStringEntryProto entry;
+    if (entry.ParseFromString(bytes) && entry.key() == kMergeMark)
+      return true;
+  }
+  return false;
+}
+
+/// Writes `model` to `path` through a temporary file beside it, so a failure
+/// leaves no half-written model. A file that is there already is replaced
+/// only when an earlier merge wrote it, and never when it is the input.
+static llvm::Error writeModelFile(const onnx::ModelProto &model, llvm::StringRef path) {
+  llvm::SmallString<256> out(path), in(mergeModel.getValue());
+  llvm::sys::fs::make_absolute(out);
+  llvm::sys::fs::make_absolute(in);
+  llvm::sys::path::remove_dots(out, true);
+  llvm::sys::path::remove_dots(in, true);
+  if (llvm::sys::fs::equivalent(out, in) || out == in)
+    return fail("-o " + path + " is the input model: choose another file");
+  if (llvm::sys::fs::exists(out)) {
+    if (llvm::sys::fs::is_directory(out))
+      return fail("-o " + path + " is a folder: give the merged model's file name");
+    if (!writtenByMerge(out))
+      return fail("-o " + path + " exists and was not written by partita merge: Partita does not overwrite it");
+  }
+  llvm::SmallString<256> tmp;
+  int fd = -1;
+  if (auto ec = llvm::sys::fs::createUniqueFile(out + ".partial-%%%%%%", fd, tmp))
+    return fail("cannot create a file beside " + path + ": " + ec.message());
+  bool ok;
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    std::string bytes;
+    ok = model.SerializeToString(&bytes);
+    if (ok)
+      os << bytes;
+    os.close();
+    ok = ok && !os.has_error();
+    if (os.has_error())
+      os.clear_error();
+  }
+  if (!ok || llvm::sys::fs::rename(tmp, out)) {
+    llvm::sys::fs::remove(tmp);
+    return fail(path + ": cannot write the merged model");
+  }
+  return llvm::Error::success();
 }
 
 static llvm::Error merge() {
@@ -95,25 +184,30 @@ static llvm::Error merge() {
     auto copy = std::make_shared<std::vector<uint8_t>>(t->data(), t->data() + t->byteSize());
     return &(updated[name] = Tensor(t->dtype(), t->shape(), copy));
   };
-  for (const std::string &name : plan->params) {
+  for (size_t i = 0; i < plan->params.size(); ++i) {
+    const std::string &name = plan->params[i];
     std::string base;
     Shape start, size;
     bool view = parseWeightViewName(name, base, start, size);
     auto target = current(view ? base : name);
     if (!target)
       return fail("parameter '" + name + "': " + llvm::toString(target.takeError()));
-    auto trained = gatherShards(*plan, name, view ? size : (*target)->shape());
+    auto trained = gatherShards(*plan, i, view ? size : (*target)->shape());
     if (!trained)
       return trained.takeError();
     if (!view) {
-      if (trained->shape() != (*target)->shape())
+      if (trained->type() != (*target)->type())
         return fail("parameter '" + name + "' is " + trained->type().str() + ", the model's is " + (*target)->type().str());
       std::memcpy(const_cast<uint8_t *>((*target)->data()), trained->data(), trained->byteSize());
       continue;
     }
     const Shape &full = (*target)->shape();
-    if (full.size() != start.size())
-      return fail("parameter '" + name + "' does not fit weight '" + base + "'");
+    bool fits = full.size() == start.size() && trained->dtype() == (*target)->dtype();
+    for (size_t d = 0; fits && d < full.size(); ++d)
+      fits = start[d] >= 0 && start[d] + size[d] <= full[d];
+    if (!fits)
+      return fail("parameter '" + name + "' (" + trained->type().str() + ") does not fit weight '" + base + "' (" +
+                  (*target)->type().str() + ")");
     size_t es = dtypeSize(trained->dtype());
     int64_t rowLen = size.back(), rows = numElements(size) / std::max<int64_t>(rowLen, 1);
     for (int64_t r = 0; r < rows; ++r) { // copy the box back row by row
@@ -132,9 +226,11 @@ static llvm::Error merge() {
     p->clear_raw_data();
     p->set_raw_data(std::string(reinterpret_cast<const char *>(t.data()), t.byteSize()));
   }
-  std::ofstream out(mergeOut.getValue(), std::ios::binary);
-  if (!out || !model.SerializeToOstream(&out))
-    return fail(mergeOut + ": cannot write");
+  auto *mark = model.add_metadata_props(); // what lets a later merge replace this file
+  mark->set_key(kMergeMark);
+  mark->set_value(mergeModel);
+  if (auto err = writeModelFile(model, mergeOut))
+    return err;
   llvm::outs() << "partita: merged " << plan->params.size() << " trained parameters from " << plan->worldSize()
                << " rank(s) into " << mergeOut << "\n";
   return llvm::Error::success();

@@ -3,6 +3,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace partita {
@@ -94,6 +97,10 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
     llvm::json::Object programs{{"forward", r.forward}};
     if (!r.step.empty())
       programs["step"] = r.step;
+    llvm::json::Object hashes;
+    for (const auto &[file, h] : r.sha256)
+      hashes[file] = h;
+    programs["sha256"] = std::move(hashes);
     ranks.push_back(llvm::json::Object{{"rank", r.rank}, {"coords", std::move(coords)}, {"programs", std::move(programs)}});
   }
   llvm::json::Object groups;
@@ -110,9 +117,15 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array coverage;
   for (const auto &c : p.coverage)
     coverage.push_back(c);
-  llvm::json::Array params, sharded;
+  llvm::json::Array params, sharded, paramTypes;
   for (const auto &c : p.params)
     params.push_back(c);
+  std::vector<TensorSpec> typeSpecs;
+  for (size_t i = 0; i < p.paramTypes.size(); ++i)
+    typeSpecs.push_back({p.params.at(i), p.paramTypes[i]});
+  llvm::json::Object ranges;
+  for (const auto &[name, rows] : p.indexRanges)
+    ranges[name] = rows;
   for (bool b : p.paramSharded)
     sharded.push_back(b);
   llvm::json::Object root{{"format", "partita-plan-1"},
@@ -125,6 +138,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"coverage", std::move(coverage)},
                           {"params", std::move(params)},
                           {"param_sharded", std::move(sharded)},
+                          {"param_types", specs(typeSpecs)},
+                          {"index_ranges", std::move(ranges)},
                           {"vocab", p.vocab}};
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
@@ -168,6 +183,10 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     rp.forward = progs->getString("forward")->str();
     if (auto step = progs->getString("step"))
       rp.step = step->str();
+    if (const auto *hashes = progs->getObject("sha256"))
+      for (const auto &kv : *hashes)
+        if (auto h = kv.second.getAsString())
+          rp.sha256[kv.first.str()] = h->str();
     if (const auto *coords = o->getObject("coords"))
       for (const auto &kv : *coords)
         if (auto v = kv.second.getAsInteger())
@@ -200,9 +219,55 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
       p.paramSharded.push_back(c.getAsBoolean().getValueOr(false));
   if (auto v = root->getInteger("vocab"))
     p.vocab = *v;
+  std::vector<TensorSpec> typeSpecs;
+  if (const auto *types = root->getArray("param_types")) {
+    if (!readSpecs(types, typeSpecs) || typeSpecs.size() != p.params.size())
+      return bad("param_types do not match params");
+    for (const TensorSpec &t : typeSpecs)
+      p.paramTypes.push_back(t.type);
+  }
+  if (const auto *ranges = root->getObject("index_ranges"))
+    for (const auto &kv : *ranges)
+      if (auto v = kv.second.getAsInteger())
+        p.indexRanges[kv.first.str()] = *v;
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   return p;
+}
+
+llvm::Expected<std::string> sha256File(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return fail(path, "cannot read: " + buf.getError().message());
+  llvm::SHA256 h;
+  h.update(llvm::StringRef((*buf)->getBufferStart(), (*buf)->getBufferSize()));
+  return llvm::toHex(h.final(), /*LowerCase=*/true);
+}
+
+llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringRef rel) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, rel);
+  auto h = sha256File(path);
+  if (!h)
+    return h.takeError();
+  rank.sha256[rel.str()] = *h;
+  return llvm::Error::success();
+}
+
+llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, rel);
+  auto want = r.sha256.find(rel.str());
+  if (want == r.sha256.end())
+    return fail(path, "the plan records no SHA-256 for rank " + llvm::Twine(r.rank) +
+                          "'s program (compiled by an older Partita? compile again)");
+  auto h = sha256File(path);
+  if (!h)
+    return h.takeError();
+  if (*h != want->second)
+    return fail(path, "not the program compiled for rank " + llvm::Twine(r.rank) +
+                          " (its SHA-256 differs from plan.json's): another rank's or another compile's file");
+  return llvm::Error::success();
 }
 
 } // namespace partita

@@ -16,6 +16,9 @@ struct RankPlan {
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
   std::string forward;                   // program path relative to the plan's folder
   std::string step;                      // optimizer step program (training plans), or empty
+  /// SHA-256 (hex) of each program file, keyed by its path: a rank refuses a
+  /// program that is not the one compiled for it.
+  std::map<std::string, std::string> sha256;
 };
 
 struct Plan {
@@ -32,8 +35,15 @@ struct Plan {
   /// Per param: split across tensor-parallel ranks (counted once per shard in
   /// the global gradient norm) or replicated (counted once).
   std::vector<bool> paramSharded;
+  /// Per param: the dtype and shape of one rank's shard (what the step
+  /// program updates and launch writes; merge checks the files against it).
+  std::vector<TensorType> paramTypes;
   /// Training plans: the vocabulary the loss ranges over (0: unknown).
   int64_t vocab = 0;
+  /// Integer inputs that index an embedding table, and the table's rows: a
+  /// launch refuses ids outside [0, rows) (a vocab-parallel lookup would hide
+  /// them behind its mask).
+  std::map<std::string, int64_t> indexRanges;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
 };
@@ -42,5 +52,12 @@ struct Plan {
 Plan makePlan(const Mesh &mesh);
 llvm::Error writePlan(const Plan &p, llvm::StringRef path);
 llvm::Expected<Plan> readPlan(llvm::StringRef path);
+
+/// SHA-256 of a file's bytes, as lowercase hex.
+llvm::Expected<std::string> sha256File(llvm::StringRef path);
+/// Records the hash of `rank`'s program `rel` (relative to `dir`).
+llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringRef rel);
+/// Checks that rank `r`'s program `rel` in `dir` is the one compiled for it.
+llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel);
 
 } // namespace partita

@@ -11,6 +11,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <omp.h>
 
 namespace partita {
@@ -127,6 +128,12 @@ llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor>
 }
 
 llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+std::string formatNumber(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 
 std::string inDir(llvm::StringRef dir, llvm::StringRef rel) {
   llvm::SmallString<256> p(dir);

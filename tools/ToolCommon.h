@@ -43,6 +43,9 @@ int reportError(llvm::StringRef tool, llvm::Error err);
 /// An error with this message.
 llvm::Error fail(const llvm::Twine &msg);
 
+/// A flag's number as the user would write it ("-0.5", "nan", "1e+06").
+std::string formatNumber(double v);
+
 /// `rel` inside folder `dir`.
 std::string inDir(llvm::StringRef dir, llvm::StringRef rel);
 
