@@ -156,7 +156,8 @@ private:
                                    partial->type().str() + ", reduced for " + n.describe() +
                                    ") does not divide by " + ax + "=" + llvm::Twine(parts) +
                                    ", nor does any other token dimension; use a sequence length that is a "
-                                   "multiple of " + llvm::Twine(parts) + " or drop sequence-parallel=1 (--sequence-parallel)");
+                                   "multiple of " + llvm::Twine(parts) +
+                                   " or drop sequence-parallel=1 (--sequence-parallel)");
     }
     if (!fromReduction || d < 0)
       return llvm::Error::success();

@@ -169,7 +169,8 @@ void registerElementwiseOps(OpRegistry &r) {
         OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                  auto to = dtypeFromOnnx(static_cast<int>(c.node.intAttr("to", 0)));
                  if (!to)
-                   return c.error("unsupported target type " + onnxDTypeName(static_cast<int>(c.node.intAttr("to", 0))));
+                   return c.error("unsupported target type " +
+                                  onnxDTypeName(static_cast<int>(c.node.intAttr("to", 0))));
                  o.push_back(TensorType{*to, c.type(0).shape, true});
                  return llvm::Error::success();
                },
