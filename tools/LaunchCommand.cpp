@@ -15,6 +15,7 @@
 #include "tools/ToolCommon.h"
 #include "tools/TokenFile.h"
 #include "tools/TrainRank.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -22,11 +23,16 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 #include "onnx/onnx_pb.h"
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <mpi.h>
 #include <omp.h>
 #include <thread>
 #include <unistd.h>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
 
 namespace cl = llvm::cl;
 
@@ -79,6 +85,13 @@ static cl::opt<bool> noOverlap("no-overlap",
                                cl::desc("Start the gradient all-reduces after the backward pass instead of "
                                         "overlapping them with it (for measuring the overlap)"),
                                cl::init(false), BOTH);
+static cl::opt<double> collectiveTimeout("collective-timeout",
+                                         cl::desc("Seconds a collective or receive may wait; then the rank names the "
+                                                  "ranks that have not arrived and the launch stops (0: no limit)"),
+                                         cl::init(rt::kDefaultCollectiveTimeout), BOTH);
+// Each rank records its pid and how it ended there (see recordStatus).
+static cl::opt<std::string> rankStatusDir("rank-status-dir", cl::desc("(internal) where each rank records its pid"),
+                                          cl::Hidden, cl::init(""), BOTH);
 static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
 #undef BOTH
 
@@ -103,6 +116,77 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
       return fail("rank " + llvm::Twine(r.rank) + ": corrupt program " + path + " (not a valid ONNX model)");
   }
   return plan;
+}
+
+/// A worker's status file, <rank-status-dir>/rank<k>: "pid P" when it starts,
+/// "end ok|error|terminated" when it ends, each line one write(2). A rank
+/// killed by a signal it cannot catch (SIGKILL) or one that crashed leaves no
+/// end line: so the launcher can say which rank died. (mpirun names the rank
+/// too, but as text for people, and with "PID 0".)
+struct RankStatus {
+  int pid = 0;
+  std::string end; // empty: died without a word
+};
+
+static std::optional<RankStatus> readRankStatus(llvm::StringRef dir, int rank) {
+  auto buf = llvm::MemoryBuffer::getFile(inDir(dir, "rank" + std::to_string(rank)));
+  if (!buf)
+    return std::nullopt;
+  RankStatus st;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buf)->getBuffer().split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines) {
+    auto [key, value] = line.split(' ');
+    if (key == "pid")
+      value.getAsInteger(10, st.pid);
+    else if (key == "end" && st.end.empty()) // the first end is how it ended
+      st.end = value.str();
+  }
+  return st;
+}
+
+/// "SIGKILL" for 9.
+static std::string signalName(int sig) {
+  const char *abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+/// The launcher's last line when the ranks failed: which ranks reported an
+/// error, which died without one and how. mpirun exits with 128 + the signal
+/// that killed the first rank to die; a worker run in place (under an outside
+/// mpirun) reports its signal through ExecuteAndWait's message.
+static std::string describeRankFailure(llvm::StringRef dir, int n, bool allRanks, int rc, llvm::StringRef errMsg) {
+  int sig = 0;
+  if (rc > 128 && rc < 128 + 65)
+    sig = rc - 128;
+  for (int s = 1; rc == -2 && !sig && s < 65; ++s)
+    if (const char *text = strsignal(s); text && errMsg.startswith(text))
+      sig = s;
+  std::vector<std::string> reported, silent;
+  for (int k = 0; k < n && !dir.empty(); ++k) {
+    std::optional<RankStatus> st = readRankStatus(dir, k);
+    if (!st && !allRanks)
+      continue; // another launcher's rank
+    if (!st)
+      silent.push_back("rank " + std::to_string(k) + " (never started)");
+    else if (st->end == "error")
+      reported.push_back(std::to_string(k));
+    else if (st->end.empty())
+      silent.push_back("rank " + std::to_string(k) + " (pid " + std::to_string(st->pid) + ")");
+  }
+  std::string code = "exit code " + std::to_string(rc) + (errMsg.empty() ? "" : ": " + errMsg.str());
+  std::string msg;
+  if (silent.size() == 1 && sig)
+    msg = silent[0] + " was killed by signal " + std::to_string(sig) + " (" + signalName(sig) + ")";
+  else if (!silent.empty())
+    msg = llvm::join(silent, ", ") + " ended without reporting an error (" + code +
+          (sig ? "; the first to end was killed by " + signalName(sig) : "") + ")";
+  if (!reported.empty())
+    msg += (msg.empty() ? "the ranks failed (" + code + "); see" : "; and see") + std::string(" the error of rank") +
+           (reported.size() > 1 ? "s " : " ") + llvm::join(reported, ", ") + " above";
+  if (msg.empty())
+    msg = "the ranks failed (" + code + ")";
+  return msg;
 }
 
 int launchMain(int argc, char **argv) {
@@ -164,12 +248,33 @@ int launchMain(int argc, char **argv) {
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     args.push_back("--threads=" + std::to_string(std::max(1, cores / worldSize)));
   }
+  if (!std::isfinite(collectiveTimeout) || collectiveTimeout < 0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", collectiveTimeout.getValue());
+    return reportError(tool, fail("--collective-timeout " + llvm::Twine(value) +
+                                  ": must be a finite number >= 0 (0: no limit)"));
+  }
+  // The ranks record their pids and ends in a folder of the launcher's unless
+  // the caller names one (tests do, to find a rank's pid).
+  std::string statusDir = rankStatusDir;
+  bool ownStatusDir = statusDir.empty();
+  if (ownStatusDir) {
+    llvm::SmallString<128> dir;
+    if (!llvm::sys::fs::createUniqueDirectory("partita-ranks", dir)) {
+      statusDir = dir.str().str();
+      args.push_back("--rank-status-dir=" + statusDir);
+    }
+  }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::string errMsg;
   int rc = llvm::sys::ExecuteAndWait(args[0], refs, llvm::None, {}, 0, 0, &errMsg);
+  std::string failure;
   if (rc != 0)
-    return reportError(tool, fail("the ranks failed (exit code " + llvm::Twine(rc) + ")" +
-                                  (errMsg.empty() ? "" : ": " + errMsg) + "; see the rank errors above"));
+    failure = describeRankFailure(statusDir, worldSize, /*allRanks=*/!underMpi, rc, errMsg);
+  if (ownStatusDir && !statusDir.empty())
+    llvm::sys::fs::remove_directories(statusDir);
+  if (rc != 0)
+    return reportError(tool, fail(failure));
   return 0;
 }
 
@@ -178,7 +283,7 @@ static llvm::Error runRank(int rank) {
   auto plan = readPlan(inDir(planDir, "plan.json"));
   if (!plan)
     return plan.takeError();
-  auto world = rt::MpiCommunicator::world();
+  auto world = rt::MpiCommunicator::world(collectiveTimeout);
   if (world->size() != plan->worldSize())
     return fail("started with " + llvm::Twine(world->size()) + " ranks, the plan needs " +
                 llvm::Twine(plan->worldSize()));
@@ -190,7 +295,7 @@ static llvm::Error runRank(int rank) {
     for (size_t i = 0; i < members.size(); ++i)
       if (std::find(members[i].begin(), members[i].end(), rank) != members[i].end())
         color = static_cast<int>(i);
-    auto group = world->split(color, rank);
+    auto group = world->split(color, rank, axis);
     if (!group)
       return group.takeError();
     env.groups[axis] = group->get();
@@ -239,18 +344,63 @@ static llvm::Error runRank(int rank) {
   return llvm::Error::success();
 }
 
+/// This worker's status file (see RankStatus); -1 without --rank-status-dir.
+static int statusFd = -1;
+static volatile sig_atomic_t ended = 0; // an end line was written
+
+/// Async-signal-safe: one write(2) of a whole line.
+static void recordStatus(const char *line) {
+  if (statusFd >= 0 && ::write(statusFd, line, std::strlen(line)) < 0)
+    return;
+}
+
+/// mpirun stops the other ranks with SIGTERM (after SIGCONT) when one fails:
+/// those are recorded as terminated, so the rank that died first is the one
+/// without an end line.
+static void onTerminate(int sig) {
+  if (!ended)
+    recordStatus("end terminated\n");
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+static void startStatus(int rank) {
+  if (rankStatusDir.empty())
+    return;
+  std::string path = inDir(rankStatusDir, "rank" + std::to_string(rank));
+  statusFd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  recordStatus(("pid " + std::to_string(::getpid()) + "\n").c_str());
+  struct sigaction sa = {};
+  sa.sa_handler = onTerminate;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 int workerMain() {
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  startStatus(rank);
   omp_set_num_threads(std::max(1, threads.getValue()));
   if (auto err = runRank(rank)) {
-    llvm::errs() << "partita: rank " << rank << ": error: " << llvm::toString(std::move(err)) << "\n";
-    llvm::errs().flush();
+    // One write(2) of the whole line: the lines of two failing ranks do not
+    // interleave in mpirun's output.
+    std::string line = "partita: rank " + std::to_string(rank) + ": error: " + llvm::toString(std::move(err));
+    if (line.back() != '\n')
+      line += '\n';
+    for (size_t done = 0; done < line.size();) {
+      ssize_t n = ::write(2, line.data() + done, line.size() - done);
+      if (n <= 0)
+        break;
+      done += static_cast<size_t>(n);
+    }
+    recordStatus("end error\n");
+    ended = 1;
     MPI_Abort(MPI_COMM_WORLD, 1);
     return 1;
   }
   MPI_Finalize();
+  recordStatus("end ok\n");
   return 0;
 }
 

@@ -5,12 +5,19 @@
 // work on rank-major blocks (block r belongs to rank r), as MPI and NCCL do.
 // Backends: MPI (CPU; here), NCCL (GPU; bootstrapped over MPI).
 //
+// Every MPI wait has a deadline (the collective watchdog, Watchdog.h): a
+// collective or receive that does not complete in time returns an error that
+// names the ranks of the group that never arrived. After such an error the
+// operation is still pending in MPI: the rank must abort (as workerMain does).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/DType.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace partita::rt {
 
@@ -47,12 +54,22 @@ struct RuntimeEnv {
   }
 };
 
+class Watchdog;
+
+/// How long a collective or receive may wait by default (as NCCL's and
+/// torch.distributed's watchdogs): long enough for a slow step, short enough
+/// that a hung job ends.
+constexpr double kDefaultCollectiveTimeout = 300;
+
 /// MPI backend. The world communicator needs MPI initialised by the caller.
 class MpiCommunicator final : public Communicator {
 public:
-  static std::unique_ptr<MpiCommunicator> world();
-  /// The sub-group of the ranks that pass the same `color` (MPI_Comm_split).
-  llvm::Expected<std::unique_ptr<MpiCommunicator>> split(int color, int key) const;
+  /// Collective over MPI_COMM_WORLD (it sets up the watchdog's table).
+  /// timeoutSeconds <= 0: waits have no deadline.
+  static std::unique_ptr<MpiCommunicator> world(double timeoutSeconds = kDefaultCollectiveTimeout);
+  /// The sub-group of the ranks that pass the same `color` (MPI_Comm_split);
+  /// `name` (a mesh axis) is what watchdog messages call it.
+  llvm::Expected<std::unique_ptr<MpiCommunicator>> split(int color, int key, llvm::StringRef name = "") const;
   ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -69,11 +86,17 @@ public:
   void progress() override;
 
 private:
-  std::vector<void *> requests_; // MPI_Request per handle, kept opaque
-  MpiCommunicator(void *comm, bool owned);
+  struct Pending; // a started all-reduce: its request and sequence number
+  std::vector<Pending *> requests_; // by handle; null once waited for
+  MpiCommunicator(void *comm, bool owned, std::shared_ptr<Watchdog> watchdog, llvm::StringRef name);
+  /// Waits for `request` (an MPI_Request) under the watchdog.
+  llvm::Error finish(void *request, int op, int64_t seq, int peer = -1, int tag = 0);
   void *comm_; // MPI_Comm, kept opaque so mpi.h stays out of the interface
   bool owned_;
   int rank_ = 0, size_ = 1;
+  std::shared_ptr<Watchdog> watchdog_;
+  int group_ = 0;              // the watchdog's number for this group
+  std::vector<int> worldRanks_; // group rank -> world rank
 };
 
 } // namespace partita::rt

@@ -1,6 +1,11 @@
 //===- MpiCommunicator.cpp ------------------------------------------------===//
-#include <algorithm>
+//
+// Every operation is started non-blocking and finished by Watchdog::wait,
+// which polls it with a deadline instead of spinning in a blocking MPI call.
+//===----------------------------------------------------------------------===//
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/Watchdog.h"
+#include <algorithm>
 #include <mpi.h>
 #include <vector>
 
@@ -31,115 +36,179 @@ llvm::Error check(int rc, const char *what) {
 }
 } // namespace
 
-MpiCommunicator::MpiCommunicator(void *comm, bool owned) : comm_(comm), owned_(owned) {
+struct MpiCommunicator::Pending {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int64_t seq = 0;
+};
+
+MpiCommunicator::MpiCommunicator(void *comm, bool owned, std::shared_ptr<Watchdog> watchdog, llvm::StringRef name)
+    : comm_(comm), owned_(owned), watchdog_(std::move(watchdog)) {
   MPI_Comm_rank(asComm(comm_), &rank_);
   MPI_Comm_size(asComm(comm_), &size_);
+  group_ = watchdog_->addGroup(name.str());
+  MPI_Group mine, world;
+  MPI_Comm_group(asComm(comm_), &mine);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> local(size_);
+  for (int r = 0; r < size_; ++r)
+    local[r] = r;
+  worldRanks_.resize(size_);
+  MPI_Group_translate_ranks(mine, size_, local.data(), world, worldRanks_.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  for (Pending *p : requests_)
+    delete p;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owned_ && !finalized)
     MPI_Comm_free(&asComm(comm_));
 }
 
-std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
+std::unique_ptr<MpiCommunicator> MpiCommunicator::world(double timeoutSeconds) {
   static_assert(sizeof(MPI_Comm) <= sizeof(void *), "MPI_Comm must fit a pointer");
   void *p = nullptr;
   asComm(p) = MPI_COMM_WORLD;
-  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(p, false));
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(p, false, Watchdog::create(timeoutSeconds), "world"));
 }
 
-llvm::Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::split(int color, int key) const {
+llvm::Expected<std::unique_ptr<MpiCommunicator>> MpiCommunicator::split(int color, int key,
+                                                                        llvm::StringRef name) const {
   void *p = nullptr;
   void *self = comm_;
   if (auto err = check(MPI_Comm_split(asComm(self), color, key, &asComm(p)), "MPI_Comm_split"))
     return std::move(err);
-  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(p, true));
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(p, true, watchdog_, name));
+}
+
+llvm::Error MpiCommunicator::finish(void *request, int op, int64_t seq, int peer, int tag) {
+  WaitFor w{static_cast<CommOp>(op), group_, seq, worldRanks_, tag};
+  if (peer >= 0)
+    w.members = llvm::ArrayRef<int>(worldRanks_).slice(peer, 1);
+  return watchdog_->wait(*static_cast<MPI_Request *>(request), w);
 }
 
 llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, ReduceOp op) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
-                             asComm(comm_)),
-               "MPI_Allreduce");
+  int64_t seq = watchdog_->arrive(group_);
+  MPI_Request req;
+  if (auto err = check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t,
+                                      op == ReduceOp::Max ? MPI_MAX : MPI_SUM, asComm(comm_), &req),
+                       "MPI_Iallreduce"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::AllReduce), seq);
 }
 
 llvm::Error MpiCommunicator::allGather(const void *send, void *recv, size_t count, DType dtype) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Allgather(send, static_cast<int>(count), *t, recv, static_cast<int>(count), *t, asComm(comm_)),
-               "MPI_Allgather");
+  int64_t seq = watchdog_->arrive(group_);
+  MPI_Request req;
+  if (auto err = check(MPI_Iallgather(send, static_cast<int>(count), *t, recv, static_cast<int>(count), *t,
+                                      asComm(comm_), &req),
+                       "MPI_Iallgather"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::AllGather), seq);
 }
 
 llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t count, DType dtype) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_)),
-               "MPI_Reduce_scatter_block");
+  int64_t seq = watchdog_->arrive(group_);
+  MPI_Request req;
+  if (auto err = check(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_),
+                                                 &req),
+                       "MPI_Ireduce_scatter_block"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::ReduceScatter), seq);
 }
 
 llvm::Error MpiCommunicator::broadcast(void *buf, size_t count, DType dtype, int root) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Bcast(buf, static_cast<int>(count), *t, root, asComm(comm_)), "MPI_Bcast");
+  int64_t seq = watchdog_->arrive(group_);
+  MPI_Request req;
+  if (auto err = check(MPI_Ibcast(buf, static_cast<int>(count), *t, root, asComm(comm_), &req), "MPI_Ibcast"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::Broadcast), seq);
 }
 
 llvm::Error MpiCommunicator::send(const void *buf, size_t count, DType dtype, int peer, int tag) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Send(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_)), "MPI_Send");
+  watchdog_->heartbeat();
+  MPI_Request req;
+  if (auto err = check(MPI_Isend(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &req), "MPI_Isend"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::Send), 0, peer, tag);
 }
 
 llvm::Error MpiCommunicator::recv(void *buf, size_t count, DType dtype, int peer, int tag) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  return check(MPI_Recv(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), MPI_STATUS_IGNORE),
-               "MPI_Recv");
+  watchdog_->heartbeat();
+  MPI_Request req;
+  if (auto err = check(MPI_Irecv(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &req), "MPI_Irecv"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::Recv), 0, peer, tag);
 }
 
-llvm::Error MpiCommunicator::barrier() { return check(MPI_Barrier(asComm(comm_)), "MPI_Barrier"); }
+llvm::Error MpiCommunicator::barrier() {
+  int64_t seq = watchdog_->arrive(group_);
+  MPI_Request req;
+  if (auto err = check(MPI_Ibarrier(asComm(comm_), &req), "MPI_Ibarrier"))
+    return err;
+  return finish(&req, static_cast<int>(CommOp::Barrier), seq);
+}
 
 llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DType dtype) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  auto *req = new MPI_Request;
-  if (auto err = check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, MPI_SUM, asComm(comm_), req),
+  auto *p = new Pending;
+  p->seq = watchdog_->arrive(group_);
+  if (auto err = check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, MPI_SUM, asComm(comm_),
+                                      &p->request),
                        "MPI_Iallreduce")) {
-    delete req;
+    delete p;
     return std::move(err);
   }
   // Handles are slots, reused once waited for.
   auto free = std::find(requests_.begin(), requests_.end(), nullptr);
   if (free != requests_.end()) {
-    *free = req;
+    *free = p;
     return static_cast<int>(free - requests_.begin());
   }
-  requests_.push_back(req);
+  requests_.push_back(p);
   return static_cast<int>(requests_.size() - 1);
 }
 
 void MpiCommunicator::progress() {
-  for (void *r : requests_) {
-    auto *req = static_cast<MPI_Request *>(r);
+  watchdog_->heartbeat();
+  for (Pending *p : requests_) {
     int done = 0;
-    if (req && *req != MPI_REQUEST_NULL)
-      MPI_Test(req, &done, MPI_STATUS_IGNORE); // a completed request becomes MPI_REQUEST_NULL
+    if (p && p->request != MPI_REQUEST_NULL)
+      MPI_Test(&p->request, &done, MPI_STATUS_IGNORE); // a completed request becomes MPI_REQUEST_NULL
   }
 }
 
 llvm::Error MpiCommunicator::wait(int handle) {
-  auto *req = static_cast<MPI_Request *>(requests_.at(handle));
-  llvm::Error err = check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait");
-  delete req;
+  Pending *p = requests_.at(handle);
+  if (!p)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "wait on a finished handle");
+  llvm::Error err = finish(&p->request, static_cast<int>(CommOp::AllReduce), p->seq);
+  if (err) // still pending in MPI: keep the request (the rank aborts)
+    return err;
+  delete p;
   requests_[handle] = nullptr;
   return err;
 }
