@@ -11,13 +11,15 @@ Usage: check_export.py PARTITA_OPT FIXTURES_DIR WORK_DIR
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import onnx
 
 opt, fixtures, work = sys.argv[1:4]
-os.makedirs(work, exist_ok=True)
+shutil.rmtree(work, ignore_errors=True)  # this test's own folder: Partita replaces only its own outputs
+os.makedirs(work)
 failures = []
 passed = 0
 

@@ -31,6 +31,7 @@ async function runOrt(modelPath, feeds) {
 }
 
 async function main() {
+  fs.rmSync(work, { recursive: true, force: true }); // this test's own folder
   fs.mkdirSync(work, { recursive: true });
   const manifest = JSON.parse(fs.readFileSync(path.join(fixtures, 'manifest.json')));
   let passed = 0, failed = 0;

@@ -37,6 +37,7 @@ function writeNpyInt64(file, dims, values) {
 }
 
 async function main() {
+  fs.rmSync(work, { recursive: true, force: true }); // this test's own folder
   fs.mkdirSync(work, { recursive: true });
   let failed = 0, checked = 0;
   for (const name of MODELS) {

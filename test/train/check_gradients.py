@@ -13,6 +13,7 @@ With TP, the training graph is compiled for TP tensor-parallel ranks
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -29,7 +30,8 @@ import export_models as em  # noqa: E402
 from torch_params import parameters_of_initializers  # noqa: E402
 
 fixtures = os.path.join(root, "models", "fixtures")
-os.makedirs(work, exist_ok=True)
+shutil.rmtree(work, ignore_errors=True)  # this test's own folder: Partita replaces only its own outputs
+os.makedirs(work)
 entry = next(e for e in json.load(open(os.path.join(fixtures, "manifest.json"))) if e["name"] == name)
 run = next(r for r in entry["runs"] if r["tag"] == "b2")
 inputs = {k: os.path.join(fixtures, f) for k, f in run["inputs"].items()}  # in the model's argument order
