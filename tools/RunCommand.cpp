@@ -1,6 +1,7 @@
 //===- RunCommand.cpp - partita run: one model on one CPU rank ------------===//
 #include "compiler/pass/PassManager.h"
 #include "tools/Commands.h"
+#include "tools/OutputDir.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,6 +34,12 @@ int runMain() {
   auto tensors = readInputFiles(inputs);
   if (!tensors)
     return reportError(tool, tensors.takeError());
+  std::vector<std::string> reads{model.getValue()};
+  for (const std::string &spec : inputs)
+    reads.push_back(llvm::StringRef(spec).split('=').second.str());
+  auto staged = StagedOutput::begin(outDir, "run", "--output-dir", reads);
+  if (!staged)
+    return reportError(tool, staged.takeError());
   ImportOptions opts;
   opts.shapeFlag = "--input";
   for (const auto &e : *tensors)
@@ -40,18 +47,6 @@ int runMain() {
   auto g = importOnnx(model, opts);
   if (!g)
     return reportError(tool, g.takeError());
-  for (const auto &entry : *tensors) {
-    bool known = false;
-    std::string names;
-    for (const Value *in : (*g)->inputs()) {
-      known |= in->name() == entry.getKey();
-      names += (names.empty() ? "" : ", ") + in->name();
-    }
-    if (!known)
-      return reportError(tool, llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                       "--input " + entry.getKey() +
-                                                           ": the model has no such input (its inputs: " + names + ")"));
-  }
   PassManager pm;
   if (auto err = pm.addPipeline("canonicalize"))
     return reportError(tool, std::move(err));
@@ -63,7 +58,9 @@ int runMain() {
   auto result = runOnCpu(**g, *tensors, ro);
   if (!result)
     return reportError(tool, result.takeError());
-  if (auto err = writeOutputFiles(outDir, result->names, result->outputs))
+  if (auto err = writeOutputFiles(staged->path(), result->names, result->outputs))
+    return reportError(tool, std::move(err));
+  if (auto err = staged->commit())
     return reportError(tool, std::move(err));
   if (stats)
     llvm::outs() << result->statsLine << "\n";

@@ -1,5 +1,6 @@
 //===- OnnxImport.cpp -----------------------------------------------------===//
 #include "compiler/onnx/OnnxImport.h"
+#include "llvm/ADT/StringSet.h"
 #include "compiler/ops/ConstantEvaluator.h"
 #include "compiler/ops/OpRegistry.h"
 #include "llvm/Support/FileSystem.h"
@@ -14,6 +15,9 @@ namespace partita {
 namespace {
 
 constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
+constexpr const char *kSupportedTypes =
+    "which Partita does not support (it reads float, float16, bfloat16, double, int64, int32, int16, int8, "
+    "uint8, uint16 and bool)";
 
 /// Bytes of a TensorProto's inline data (raw_data or typed fields).
 llvm::Expected<std::shared_ptr<const std::vector<uint8_t>>> inlineBytes(const onnx::TensorProto &t,
@@ -47,6 +51,30 @@ llvm::Expected<std::shared_ptr<const std::vector<uint8_t>>> inlineBytes(const on
   return std::shared_ptr<const std::vector<uint8_t>>(std::move(bytes));
 }
 
+/// "[2,-3]": sizes as written, negative ones included (shapeString would show -1 as '?').
+template <typename Range> std::string dimsString(const Range &dims) {
+  std::string s;
+  for (int64_t d : dims)
+    s += (s.empty() ? "" : ",") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+/// "has negative dimension -2 (dimension 0 of [-2,3])" for dims with a negative size.
+template <typename Range> std::optional<std::string> badDim(const Range &dims) {
+  int i = 0;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return "has negative dimension " + std::to_string(d) + " (dimension " + std::to_string(i) + " of " +
+             dimsString(dims) + ")";
+    ++i;
+  }
+  // A model may declare any dims; 2^40 x 2^40 elements would overflow the sizes computed from them.
+  int64_t bytes = 16; // the widest element
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      return "is too large (" + dimsString(dims) + " elements overflow a 64-bit size)";
+  return std::nullopt;
+}
 
 class Importer {
 public:
@@ -67,14 +95,22 @@ private:
   const ImportOptions &opts_;
   std::unique_ptr<Graph> g_;
   llvm::StringMap<Value *> scope_;
+  llvm::StringMap<int64_t> domainOpsets_; // opset_import of domains other than ai.onnx
 
   llvm::Error fail(const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), path_ + ": " + msg);
   }
   llvm::Error failAt(const onnx::NodeProto &n, const llvm::Twine &msg) {
     std::string who = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
-    return fail("node '" + who + "' (" + n.op_type() + ", opset " + llvm::Twine(g_->opset) + "): " + msg);
+    if (isDefaultDomain(n.domain()))
+      return fail("node '" + who + "' (" + n.op_type() + ", opset " + llvm::Twine(g_->opset) + "): " + msg);
+    auto imported = domainOpsets_.find(n.domain());
+    std::string opset = imported == domainOpsets_.end()
+                            ? "domain '" + n.domain() + "' not imported"
+                            : "domain '" + n.domain() + "' opset " + std::to_string(imported->second);
+    return fail("node '" + who + "' (" + n.domain() + "." + n.op_type() + ", " + opset + "): " + msg);
   }
+  static bool isDefaultDomain(llvm::StringRef domain) { return domain.empty() || domain == "ai.onnx"; }
 
   llvm::Error readModel(onnx::ModelProto &model) {
     auto buf = llvm::MemoryBuffer::getFile(path_, /*IsText=*/false, /*RequiresNullTerminator=*/true);
@@ -82,10 +118,16 @@ private:
       return fail("cannot read file: " + buf.getError().message());
     llvm::StringRef data = (*buf)->getBuffer();
     if (data.ltrim().startswith("<")) {
-      onnx::OnnxParser parser(data.data());
-      auto status = parser.Parse(model);
-      if (!status.IsOK())
-        return fail("ONNX text syntax error: " + status.ErrorMessage());
+      // ONNX's parser reports most errors in its status but lets std::stoi & co.
+      // throw on malformed numbers.
+      try {
+        onnx::OnnxParser parser(data.data());
+        auto status = parser.Parse(model);
+        if (!status.IsOK())
+          return fail("ONNX text syntax error: " + status.ErrorMessage());
+      } catch (const std::exception &e) {
+        return fail(llvm::Twine("ONNX text syntax error: ") + e.what());
+      }
       return llvm::Error::success();
     }
     google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>(data.data()),
@@ -101,8 +143,10 @@ private:
   llvm::Error importModel(const onnx::ModelProto &model) {
     int64_t opset = -1;
     for (const auto &imp : model.opset_import())
-      if (imp.domain().empty() || imp.domain() == "ai.onnx")
+      if (isDefaultDomain(imp.domain()))
         opset = imp.version();
+      else
+        domainOpsets_[imp.domain()] = imp.version();
     if (opset < 0)
       return fail("model imports no ai.onnx opset");
     if (opset < kMinOpset || opset > kMaxOpset)
@@ -115,6 +159,8 @@ private:
     llvm::StringMap<const onnx::TensorProto *> inits;
     for (const auto &t : graph.initializer())
       inits[t.name()] = &t;
+    if (auto err = checkNamedInputs(graph, inits))
+      return err;
     for (const auto &in : graph.input())
       if (!inits.count(in.name()))
         if (auto err = importInput(in))
@@ -138,6 +184,23 @@ private:
     return llvm::Error::success();
   }
 
+  /// Every input a shape option names must exist (a misspelt name would
+  /// otherwise be ignored and the input keep its declared shape).
+  llvm::Error checkNamedInputs(const onnx::GraphProto &graph,
+                               const llvm::StringMap<const onnx::TensorProto *> &inits) {
+    std::string names;
+    llvm::StringSet<> known;
+    for (const auto &in : graph.input())
+      if (!inits.count(in.name())) {
+        known.insert(in.name());
+        names += (names.empty() ? "" : ", ") + in.name();
+      }
+    for (const auto &entry : opts_.inputShapes)
+      if (!known.count(entry.getKey()))
+        return fail(opts_.shapeFlag + " " + entry.getKey() + ": the model has no such input (its inputs: " + (names.empty() ? std::string("none") : names) + ")");
+    return llvm::Error::success();
+  }
+
   llvm::Error importInput(const onnx::ValueInfoProto &in) {
     auto fixedValue = opts_.inputValues.find(in.name());
     if (fixedValue != opts_.inputValues.end()) {
@@ -149,7 +212,8 @@ private:
     const auto &tt = in.type().tensor_type();
     auto dtype = dtypeFromOnnx(tt.elem_type());
     if (!dtype)
-      return fail("input '" + in.name() + "' has unsupported element type " + llvm::Twine(tt.elem_type()));
+      return fail("input '" + in.name() + "' has element type " + onnxDTypeName(tt.elem_type()) + ", " +
+                  kSupportedTypes);
     TensorType type{*dtype, {}, true};
     auto fixed = opts_.inputShapes.find(in.name());
     if (fixed != opts_.inputShapes.end()) {
@@ -165,14 +229,28 @@ private:
     } else {
       if (!tt.has_shape())
         return fail("input '" + in.name() + "' has no shape; give it with " + opts_.shapeFlag + " " + in.name());
-      for (const auto &d : tt.shape().dim()) {
-        if (!d.has_dim_value() || d.dim_value() <= 0)
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto &d = tt.shape().dim(i);
+        if (d.has_dim_value() && d.dim_value() <= 0) {
+          std::string dims;
+          for (const auto &e : tt.shape().dim())
+            dims += (dims.empty() ? "" : ",") +
+                    (e.has_dim_value() ? std::to_string(e.dim_value())
+                                       : (e.dim_param().empty() ? std::string("?") : e.dim_param()));
+          return fail("input '" + in.name() + "' has " +
+                      (d.dim_value() < 0 ? "negative dimension " + std::to_string(d.dim_value())
+                                         : std::string("a dimension of size 0")) +
+                      " (dimension " + llvm::Twine(i) + " of [" + dims + "]); Partita needs positive sizes");
+        }
+        if (!d.has_dim_value())
           return fail("input '" + in.name() + "' has dynamic dimension '" +
                       (d.dim_param().empty() ? std::string("?") : d.dim_param()) +
                       "'; fix it with " + opts_.shapeFlag + " " + in.name() +
                       (opts_.shapeFlag == "--input-shape" ? "=DxD..." : "=FILE.npy"));
         type.shape.push_back(d.dim_value());
       }
+      if (auto bad = badDim(type.shape))
+        return fail("input '" + in.name() + "' " + *bad);
     }
     scope_[in.name()] = g_->addInput(in.name(), type);
     return llvm::Error::success();
@@ -184,10 +262,10 @@ private:
     for (const auto &kv : t.external_data()) {
       if (kv.key() == "location")
         location = kv.value();
-      else if (kv.key() == "offset")
-        ref.offset = std::stoull(kv.value());
-      else if (kv.key() == "length")
-        ref.length = std::stoull(kv.value());
+      else if ((kv.key() == "offset" || kv.key() == "length") &&
+               llvm::StringRef(kv.value()).getAsInteger(10, kv.key() == "offset" ? ref.offset : ref.length))
+        return fail("initializer '" + t.name() + "' has external data " + kv.key() + " '" + kv.value() +
+                    "', not a byte count");
     }
     if (location.empty())
       return fail("initializer '" + t.name() + "' has external data without a location");
@@ -203,7 +281,7 @@ private:
     uint64_t size = 0;
     if (llvm::sys::fs::file_size(file, size))
       return fail("initializer '" + t.name() + "': missing external data file '" + file + "'");
-    if (ref.offset + ref.length > size)
+    if (ref.offset > size || ref.length > size - ref.offset)
       return fail("initializer '" + t.name() + "': external data file '" + file + "' is truncated (" +
                   llvm::Twine(size) + " bytes, needs " + llvm::Twine(ref.offset + ref.length) + ")");
     ref.file = file.str().str();
@@ -213,7 +291,10 @@ private:
   llvm::Error importInitializer(const onnx::TensorProto &t) {
     auto dtype = dtypeFromOnnx(t.data_type());
     if (!dtype)
-      return fail("initializer '" + t.name() + "' has unsupported element type " + llvm::Twine(t.data_type()));
+      return fail("initializer '" + t.name() + "' has element type " + onnxDTypeName(t.data_type()) + ", " +
+                  kSupportedTypes);
+    if (auto bad = badDim(t.dims()))
+      return fail("initializer '" + t.name() + "' " + *bad);
     Shape shape(t.dims().begin(), t.dims().end());
     TensorType type{*dtype, shape, true};
     bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
@@ -267,9 +348,12 @@ private:
       const auto &t = a.t();
       auto dtype = dtypeFromOnnx(t.data_type());
       if (!dtype)
-        return failAt(n, "attribute '" + a.name() + "' has unsupported element type");
+        return failAt(n, "attribute '" + a.name() + "' has element type " + onnxDTypeName(t.data_type()) + ", " +
+                            kSupportedTypes);
       if (t.data_location() == onnx::TensorProto::EXTERNAL)
         return failAt(n, "attribute '" + a.name() + "' uses external data, which is not supported");
+      if (auto bad = badDim(t.dims()))
+        return failAt(n, "attribute '" + a.name() + "' " + *bad);
       Shape shape(t.dims().begin(), t.dims().end());
       auto bytes = inlineBytes(t, *dtype, numElements(shape));
       if (!bytes)
@@ -284,6 +368,11 @@ private:
   llvm::Error importNode(const onnx::NodeProto &np) {
     std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
     std::string qualified = domain.empty() ? np.op_type() : domain + "." + np.op_type();
+    if (!domain.empty() && domain != "partita")
+      return failAt(np, "domain '" + domain + "' is " +
+                            (domainOpsets_.count(domain) ? "" : "not imported by the model and ") +
+                            "not supported by Partita (it reads operators of the ai.onnx domain, opsets " +
+                            llvm::Twine(kMinOpset) + "-" + llvm::Twine(kMaxOpset) + ")");
     if (!OpRegistry::get().find(qualified) || np.op_type() == "Weight")
       return failAt(np, "operator is not supported by Partita");
     std::vector<Value *> inputs;
@@ -353,9 +442,12 @@ llvm::Expected<Tensor> tensorFromOnnx(const onnx::TensorProto &t) {
   auto dtype = dtypeFromOnnx(t.data_type());
   if (!dtype)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "tensor '" + t.name() + "' has unsupported element type " + llvm::Twine(t.data_type()));
+                                   "tensor '" + t.name() + "' has element type " + onnxDTypeName(t.data_type()) + ", " +
+                                       kSupportedTypes);
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "tensor '" + t.name() + "' uses external data");
+  if (auto bad = badDim(t.dims()))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "tensor '" + t.name() + "' " + *bad);
   Shape shape(t.dims().begin(), t.dims().end());
   auto bytes = inlineBytes(t, *dtype, numElements(shape));
   if (!bytes)
@@ -376,8 +468,13 @@ llvm::Error parseInputShape(llvm::StringRef spec, ImportOptions &opts) {
   dims.split(parts, 'x');
   for (auto p : parts) {
     int64_t d;
-    if (p.getAsInteger(10, d) || d <= 0)
+    if (p.getAsInteger(10, d))
       return fail();
+    if (d <= 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--input-shape '" + spec + "': dimension " + llvm::Twine(shape.size()) +
+                                         " of '" + name + "' is " + (d < 0 ? "negative" : "zero") + " (" +
+                                         llvm::Twine(d) + "); sizes must be positive");
     shape.push_back(d);
   }
   opts.inputShapes[name] = shape;
