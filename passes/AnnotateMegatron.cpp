@@ -20,7 +20,8 @@
 //
 // Attention and MLP blocks that cannot be sharded are errors naming the block
 // and the reason, unless allow-replicated=1. The decisions are listed in the
-// graph's coverage report.
+// graph's coverage report. The tensor-parallel axis (option axis, tp) is added
+// to the graph's mesh, or resized there; the mesh's other axes are kept.
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "passes/PatternMatch.h"
@@ -35,8 +36,6 @@
 namespace partita {
 
 namespace {
-
-constexpr const char *kAxis = "tp";
 
 /// Backward search from a row-parallel candidate's input.
 struct PairSearch {
@@ -97,6 +96,12 @@ public:
         return passError(name(), "option tp expects a positive integer, got '" + value + "'");
       return llvm::Error::success();
     }
+    if (key == "axis") {
+      if (value.empty())
+        return passError(name(), "option axis expects a mesh axis name");
+      axis_ = value.str();
+      return llvm::Error::success();
+    }
     if (key == "allow-replicated") {
       allowReplicated_ = value == "1" || value == "true";
       return llvm::Error::success();
@@ -107,7 +112,7 @@ public:
   llvm::Error run(Graph &g) override {
     // Kept to try other sizes on when this one fails.
     std::unique_ptr<Graph> original = tp_ > 1 && !allowReplicated_ && !probing_ ? cloneGraph(g) : nullptr;
-    g.mesh.axes = {MeshAxis{kAxis, tp_}};
+    setMeshAxis(g.mesh);
     g.coverage.clear();
     splitFusedProjections(g);
     if (auto err = g.sortTopologically())
@@ -171,7 +176,7 @@ public:
         continue;
       }
       if (w->output()->users().size() == 1)
-        setLayout(w->output(), kAxis, Layout::split(0));
+        setLayout(w->output(), axis_, Layout::split(0));
       g.coverage.push_back("embedding: vocab-parallel " + n->describe());
     }
 
@@ -223,6 +228,7 @@ public:
   }
 
 private:
+  std::string axis_ = "tp";
   int64_t tp_ = 1;
   bool allowReplicated_ = false;
   bool probing_ = false; // a trial run of workingTpSizes: errors only, no suggestions
@@ -255,6 +261,7 @@ private:
       std::unique_ptr<Graph> trial = cloneGraph(g);
       AnnotateMegatron probe;
       probe.tp_ = t;
+      probe.axis_ = axis_;
       probe.probing_ = true;
       if (llvm::Error err = probe.run(*trial))
         llvm::consumeError(std::move(err));
@@ -267,6 +274,17 @@ private:
     if (ok.size() == 1)
       return "only tp=1 up to tp=" + std::to_string(std::max<int64_t>(8, 2 * tp_)) + " would shard every block";
     return "tp=" + list + " would shard every block";
+  }
+
+  /// Gives the mesh the tensor-parallel axis with size tp, keeping its other
+  /// axes (dp, pp) and their order; a new axis goes last (minor).
+  void setMeshAxis(Mesh &mesh) const {
+    for (MeshAxis &a : mesh.axes)
+      if (a.name == axis_) {
+        a.size = tp_;
+        return;
+      }
+    mesh.axes.push_back(MeshAxis{axis_, tp_});
   }
 
   /// The first projection reached from `n` through its users.
@@ -286,10 +304,10 @@ private:
 
   /// Sets the weight (and, for column-parallel Linear, the bias) layout.
   void seed(Node *projection, int64_t weightDim) {
-    setLayout(projection->input(1), kAxis, Layout::split(weightDim));
+    setLayout(projection->input(1), axis_, Layout::split(weightDim));
     if (weightDim == 1 && projection->numInputs() > 2 && projection->input(2))
       if (Node *b = projection->input(2)->definingNode(); b && b->is("Weight"))
-        setLayout(projection->input(2), kAxis, Layout::split(0));
+        setLayout(projection->input(2), axis_, Layout::split(0));
   }
 
   /// A row-parallel Linear adds its bias after the reduction: MatMul + Add.
@@ -315,7 +333,8 @@ PassInfo annotateMegatronPass() {
           "Pairs column- and row-parallel projections through each op's backward sharding rule, "
           "splits fused q/k/v projections, makes embeddings and the LM head vocab-parallel, and "
           "reports coverage; unshardable attention/MLP blocks are errors unless allow-replicated=1.",
-          "tp=int (1): tensor-parallel size; allow-replicated=bool (0): replicate what cannot be sharded",
+          "tp=int (1): tensor-parallel size; axis=string (tp): the mesh axis to shard over (added to "
+          "the graph's mesh, or resized there); allow-replicated=bool (0): replicate what cannot be sharded",
           [] { return std::make_unique<AnnotateMegatron>(); }};
 }
 

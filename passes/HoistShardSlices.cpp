@@ -26,16 +26,29 @@ namespace {
 class HoistShardSlices : public Pass {
 public:
   llvm::StringRef name() const override { return "hoist-shard-slices"; }
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "axis") {
+      if (value.empty())
+        return passError(name(), "option axis expects a mesh axis name");
+      axis_ = value.str();
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
+
   llvm::Error run(Graph &g) override {
     if (g.mesh.empty())
       return llvm::Error::success();
-    std::string axis = g.mesh.axes.back().name;
-    int64_t parts = g.mesh.axes.back().size;
+    const MeshAxis *meshAxis = g.mesh.find(axis_);
+    if (!meshAxis)
+      return passError(name(), "axis '" + axis_ + "' is not in " + g.mesh.str());
+    std::string axis = meshAxis->name;
+    int64_t parts = meshAxis->size;
     bool any = false;
     for (bool changed = true; changed;) {
       changed = false;
       for (Node *s : g.nodes())
-        if (s->is("ShardSlice", "partita") && hoist(g, s, axis, parts)) {
+        if (s->is("ShardSlice", "partita") && s->stringAttr("axis", "") == axis && hoist(g, s, axis, parts)) {
           changed = any = true;
           break; // the node list changed
         }
@@ -44,6 +57,8 @@ public:
   }
 
 private:
+  std::string axis_ = "tp";
+
   /// `u` sliced to `need`: an existing slice of it, or a new one.
   static Value *sliceOf(Graph &g, Value *u, const Layout &need, const std::string &axis) {
     for (Node *user : u->users())
@@ -93,8 +108,8 @@ PassInfo hoistShardSlicesPass() {
   return {"hoist-shard-slices", "Move local slices above the ops that computed the whole value",
           "A partita.ShardSlice of a replicated result moves above its producer when the producer's "
           "sharding rule can make the split result from split or replicated operands, so each rank "
-          "computes only its block.",
-          "", [] { return std::make_unique<HoistShardSlices>(); }};
+          "computes only its block. Works along one mesh axis.",
+          "axis=string (tp): the mesh axis whose slices to hoist", [] { return std::make_unique<HoistShardSlices>(); }};
 }
 
 } // namespace partita

@@ -1,6 +1,8 @@
 //===- InsertCollectives.cpp - insert-collectives pass --------------------===//
 //
-// Lowers every partita.Reshard to the steps the ReshardPlanner picks.
+// Lowers every partita.Reshard to the steps the ReshardPlanner picks. The axes
+// come from the shardings: each step communicates over the axis on which its
+// operand and result differ (a Reshard over tp of a value also S(dp) stays S(dp)).
 //
 //   %r = partita.Reshard(%p) : f32[8,512] {R,R}         (%p partial(tp))
 //     →  %r = partita.AllReduce(%p) {axis = "tp"} : f32[8,512] {R,R}
@@ -17,24 +19,20 @@ public:
   llvm::Error run(Graph &g) override {
     if (g.mesh.empty())
       return passError(name(), "the graph has no mesh");
-    std::string axis = g.mesh.axes.back().name;
     for (Node *n : g.nodes()) {
       if (!n->is("Reshard", "partita"))
         continue;
       Value *in = n->input(0), *out = n->output();
-      Layout from = layoutOf(in, axis), to = layoutOf(out, axis);
-      auto steps = planReshard(from, to);
+      size_t rank = in->type().shape.size();
+      Sharding from = in->sharding() ? *in->sharding() : Sharding::replicated(rank);
+      Sharding to = out->sharding() ? *out->sharding() : Sharding::replicated(rank);
+      auto steps = planReshard(from, to, rank);
       if (!steps)
         return passError(name(), "node " + n->describe() + ": " + llvm::toString(steps.takeError()));
       Value *v = in;
-      Layout current = from;
       for (size_t i = 0; i < steps->size(); ++i) {
-        const ReshardStep &s = (*steps)[i];
-        current = s.kind == CollectiveKind::ShardSlice || s.kind == CollectiveKind::ReduceScatter
-                      ? Layout::split(s.dim, s.outer)
-                      : Layout::replicated();
         bool lastStep = i + 1 == steps->size();
-        v = makeCollective(g, s, v, axis, current, lastStep ? out->name() : in->name() + ".gathered");
+        v = makeCollective(g, (*steps)[i], v, lastStep ? out->name() : in->name() + ".gathered");
       }
       g.replaceAllUsesWith(out, v, /*takeName=*/true);
       g.eraseNode(n);
@@ -47,7 +45,8 @@ public:
 PassInfo insertCollectivesPass() {
   return {"insert-collectives", "Lower partita.Reshard to collectives",
           "Replaces each partita.Reshard by all-reduce, all-gather, reduce-scatter or a local "
-          "slice, as the ReshardPlanner chooses.",
+          "slice, as the ReshardPlanner chooses, over the mesh axes on which its operand's and "
+          "result's shardings differ.",
           "", [] { return std::make_unique<InsertCollectives>(); }};
 }
 

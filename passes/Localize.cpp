@@ -5,8 +5,10 @@
 // bytes are read), local slices become ONNX Slices with this rank's offsets,
 // Reshape targets are rewritten to local shapes (heads/tp), vocab-parallel
 // embedding lookups become masked lookups of this rank's rows, and
-// collectives learn their group size. The result carries no shardings and no
-// mesh: it is a plain ONNX program plus partita collectives.
+// collectives learn their group size. The rank is given by its coordinates on
+// every mesh axis (coords=dp:1,tp:0) or its row-major number (rank=k); a value
+// split over several axes gets the block they index together. The result
+// carries no shardings and no mesh: a plain ONNX program plus partita collectives.
 //
 //   %w = Weight() {name = "fc.w"} : f32[512,2048] {R,S(tp)}      (rank 1 of 2)
 //     →  %w = Weight() {name = "fc.w"} : f32[512,1024]   (columns 1024..2047)
@@ -35,25 +37,36 @@ public:
         return passError(name(), "option rank expects a non-negative integer, got '" + value + "'");
       return llvm::Error::success();
     }
+    if (key == "coords") { // dp:1,tp:0
+      coordOption_.clear();
+      llvm::SmallVector<llvm::StringRef, 4> items;
+      value.split(items, ',', -1, false);
+      for (llvm::StringRef item : items) {
+        auto [axis, c] = item.split(':');
+        int64_t k;
+        if (axis.trim().empty() || c.trim().getAsInteger(10, k) || k < 0)
+          return passError(name(), "option coords expects axis:coordinate pairs (dp:1,tp:0), got '" + value + "'");
+        coordOption_.push_back({axis.trim().str(), k});
+      }
+      return llvm::Error::success();
+    }
     return Pass::setOption(key, value);
   }
 
   llvm::Error run(Graph &g) override {
     if (g.mesh.empty())
       return passError(name(), "the graph has no mesh");
-    if (rank_ >= g.mesh.numDevices())
-      return passError(name(), "rank " + llvm::Twine(rank_) + " is outside " + g.mesh.str());
-    axis_ = g.mesh.axes.back().name;
-    parts_ = g.mesh.axes.back().size;
-    coord_ = rank_ % parts_;
+    if (auto err = resolveCoordinates(g.mesh))
+      return err;
+    mesh_ = g.mesh;
     std::vector<Node *> nodes = g.nodes();
-    std::vector<std::pair<Value *, Layout>> layouts;
+    std::vector<std::pair<Value *, Sharding>> shardings;
     // 1. Per-rank types.
     auto localize = [&](Value *v) -> llvm::Error {
       if (v->sharding())
         if (auto err = v->sharding()->verify(g.mesh, v->type().shape))
           return passError(name(), "value %" + v->name() + ": " + llvm::toString(std::move(err)));
-      layouts.push_back({v, layoutOf(v, axis_)});
+      shardings.push_back({v, v->sharding() ? *v->sharding() : Sharding::replicated(v->type().rank())});
       if (v->sharding())
         v->type().shape = v->sharding()->localShape(g.mesh, v->type().shape);
       v->sharding().reset();
@@ -66,69 +79,139 @@ public:
       for (Value *out : n->outputs())
         if (auto err = localize(out))
           return err;
-    llvm::DenseMap<const Value *, Layout> layoutMap(layouts.begin(), layouts.end());
+    llvm::DenseMap<const Value *, Sharding> shardingOf(shardings.begin(), shardings.end());
+    auto splitDim0 = [&](const Value *v) { return v && shardingOf.count(v) && !shardingOf[v].dims.empty() && !shardingOf[v].dims[0].empty(); };
     // 2. Rewrites.
     for (Node *n : nodes) {
-      Layout outLayout = n->numOutputs() ? layoutMap.lookup(n->output()) : Layout();
-      if (n->is("Weight") && outLayout.dim >= 0)
-        shardWeight(g, n, outLayout.dim);
+      Sharding out = n->numOutputs() ? shardingOf.lookup(n->output()) : Sharding();
+      if (n->is("Weight") && !out.dims.empty() && !out.isReplicated())
+        shardWeight(g, n, out);
       else if (n->is("ShardSlice", "partita")) {
         if (n->intAttr("outer", 1) != 1)
           return passError(name(), "node " + n->describe() + ": a strided local slice (outer factor) is not supported");
-        localSlice(g, n);
+        if (auto err = localSlice(g, n))
+          return err;
       }
-      else if (n->is("AllReduce", "partita") || n->is("AllGather", "partita") || n->is("ReduceScatter", "partita"))
-        n->setAttr("parts", Attribute::ofInt(parts_));
+      else if (n->is("AllReduce", "partita") || n->is("AllGather", "partita") || n->is("ReduceScatter", "partita")) {
+        const MeshAxis *axis = g.mesh.find(n->stringAttr("axis", ""));
+        if (!axis)
+          return passError(name(), "node " + n->describe() + ": its axis '" + n->stringAttr("axis", "") +
+                                       "' is not in " + g.mesh.str());
+        n->setAttr("parts", Attribute::ofInt(axis->size));
+      }
       else if ((n->is("Reshape") || n->is("Expand")) && n->input(1))
         n->setInput(1, i64Const(g, std::vector<int64_t>(n->output()->type().shape.begin(),
                                                         n->output()->type().shape.end()),
                                 n->output()->name() + ".shape"));
-      else if (n->is("Gather") && layoutMap.lookup(n->input(0)).dim == 0 && outLayout.partial)
-        maskedGather(g, n);
-      else if (n->is("EmbeddingGrad", "partita") && outLayout.dim == 0) // this rank's block of rows
-        n->setAttr("offset", Attribute::ofInt(offset(n->output()->type().shape[0])));
+      else if (n->is("Gather") && splitDim0(n->input(0)) && !out.partial.empty())
+        maskedGather(g, n, blockOffset(shardingOf.lookup(n->input(0)), 0, n->input(0)->type().shape[0]));
+      else if (n->is("EmbeddingGrad", "partita") && splitDim0(n->output())) // this rank's block of rows
+        n->setAttr("offset", Attribute::ofInt(blockOffset(out, 0, n->output()->type().shape[0])));
     }
     g.mesh = Mesh();
     return llvm::Error::success();
   }
 
 private:
-  int64_t rank_ = 0, parts_ = 1, coord_ = 0;
-  std::string axis_;
+  int64_t rank_ = 0;
+  std::vector<std::pair<std::string, int64_t>> coordOption_;
+  Mesh mesh_;
+  llvm::SmallVector<int64_t, 4> coords_; // this rank's coordinate on each mesh axis
 
-  /// Start of this rank's block of a dimension whose local size is `local`.
-  int64_t offset(int64_t local) const { return coord_ * local; }
+  /// The rank's coordinates from coords=..., else from rank=k (row-major over
+  /// the mesh; on a tensor-parallel-only mesh, the tp coordinate).
+  llvm::Error resolveCoordinates(const Mesh &mesh) {
+    if (coordOption_.empty()) {
+      if (rank_ >= mesh.numDevices())
+        return passError(name(), "rank " + llvm::Twine(rank_) + " is outside " + mesh.str());
+      coords_ = mesh.coordinates(rank_);
+      return llvm::Error::success();
+    }
+    coords_.assign(mesh.axes.size(), -1);
+    for (const auto &[axis, c] : coordOption_) {
+      const MeshAxis *a = mesh.find(axis);
+      if (!a)
+        return passError(name(), "coords: axis '" + axis + "' is not in " + mesh.str());
+      size_t i = static_cast<size_t>(a - mesh.axes.data());
+      if (coords_[i] >= 0)
+        return passError(name(), "coords: axis '" + axis + "' is given twice");
+      if (c >= a->size)
+        return passError(name(), "coords: " + axis + ":" + llvm::Twine(c) + " is outside " + mesh.str());
+      coords_[i] = c;
+    }
+    for (size_t i = 0; i < coords_.size(); ++i)
+      if (coords_[i] < 0)
+        return passError(name(), "coords: no coordinate for axis '" + mesh.axes[i].name + "' of " + mesh.str());
+    return llvm::Error::success();
+  }
+
+  int64_t coordOf(llvm::StringRef axis) const {
+    const MeshAxis *a = mesh_.find(axis);
+    return a ? coords_[static_cast<size_t>(a - mesh_.axes.data())] : 0;
+  }
+
+  /// Start, in the global value, of this rank's block of dimension `dim`
+  /// (local size `local`): the block index counts over the dimension's axes,
+  /// major to minor.
+  int64_t blockOffset(const Sharding &s, size_t dim, int64_t local) const {
+    int64_t block = 0;
+    if (dim < s.dims.size())
+      for (const std::string &axis : s.dims[dim])
+        block = block * mesh_.find(axis)->size + coordOf(axis);
+    return block * local;
+  }
 
   /// Points the Weight node at this rank's shard (a view; several nodes may
-  /// share one weight, so the shard gets its own name).
-  void shardWeight(Graph &g, Node *n, int64_t dim) {
+  /// share one weight, so the shard gets its own name: w#shard1 for a split
+  /// of dimension 1 over tp, w#shard0.dp_1 for dimension 0 over dp and 1 over tp).
+  void shardWeight(Graph &g, Node *n, const Sharding &s) {
     std::string wname = n->stringAttr("name", "");
-    std::string shard = wname + "#shard" + std::to_string(dim);
+    std::string shard = wname + "#shard";
+    bool first = true;
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      if (s.dims[d].empty())
+        continue;
+      shard += (first ? "" : "_") + std::to_string(d);
+      first = false;
+      if (s.dims[d].size() != 1 || s.dims[d][0] != "tp")
+        for (const std::string &axis : s.dims[d])
+          shard += "." + axis;
+    }
+    if (first)
+      return; // partial only: the whole weight
     if (!g.weights.find(shard)) {
       const WeightRef *ref = g.weights.find(wname);
       Shape start(ref->type.shape.size(), 0);
       const Shape &local = n->output()->type().shape;
-      start[dim] = offset(local[dim]);
+      for (size_t d = 0; d < start.size(); ++d)
+        start[d] = blockOffset(s, d, local[d]);
       g.weights.add(shard, ref->view(start, local));
     }
     n->setAttr("name", Attribute::ofString(shard));
   }
 
-  void localSlice(Graph &g, Node *n) {
+  /// A slice adds its axis as the minor-most split of its dimension: this
+  /// rank's block within the block its operand holds.
+  llvm::Error localSlice(Graph &g, Node *n) {
     Value *in = n->input(0), *out = n->output();
+    if (!mesh_.find(n->stringAttr("axis", "")))
+      return passError(name(), "node " + n->describe() + ": its axis '" + n->stringAttr("axis", "") +
+                                   "' is not in " + mesh_.str());
     int64_t dim = n->intAttr("dim", 0), len = out->type().shape[dim];
+    int64_t begin = coordOf(n->stringAttr("axis", "")) * len;
     Node *s = g.createNode("Slice",
-                           {in, i64Const(g, {offset(len)}, out->name() + ".start"),
-                            i64Const(g, {offset(len) + len}, out->name() + ".end"), i64Const(g, {dim}, out->name() + ".axis")},
+                           {in, i64Const(g, {begin}, out->name() + ".start"),
+                            i64Const(g, {begin + len}, out->name() + ".end"), i64Const(g, {dim}, out->name() + ".axis")},
                            {out->name()}, "", n->name());
     s->output()->type() = out->type();
     g.replaceAllUsesWith(out, s->output(), /*takeName=*/true);
     g.eraseNode(n);
+    return llvm::Error::success();
   }
 
   /// Gather(W[V/tp, d] of this rank, ids): rows outside this rank's block read
   /// as zeros, so the sum over ranks is the full lookup.
-  void maskedGather(Graph &g, Node *n) {
+  void maskedGather(Graph &g, Node *n, int64_t row0) {
     Value *ids = n->input(1), *out = n->output();
     int64_t rows = n->input(0)->type().shape[0];
     std::string base = out->name();
@@ -138,7 +221,7 @@ private:
     };
     const Shape &idShape = ids->type().shape;
     DType it = ids->type().dtype;
-    Value *lo = g.createConstant(Tensor::fromInts(it, {}, {offset(rows)}), base + ".row0");
+    Value *lo = g.createConstant(Tensor::fromInts(it, {}, {row0}), base + ".row0");
     Value *local = typed(g.createNode("Sub", {ids, lo}, {base + ".local_ids"}), it, idShape);
     Value *zero = g.createConstant(Tensor::fromInts(it, {}, {0}), base + ".zero_id");
     Value *count = g.createConstant(Tensor::fromInts(it, {}, {rows}), base + ".rows");
@@ -173,7 +256,9 @@ PassInfo localizePass() {
   return {"localize", "Rewrite the sharded graph into one rank's program",
           "Per-rank shapes, weight shards as views, local slices, local Reshape targets, masked "
           "vocab-parallel lookups, collective group sizes; drops shardings and the mesh.",
-          "rank=int (0): the rank whose program to produce",
+          "rank=int (0): the rank whose program to produce, row-major over the mesh (on a tp-only "
+          "mesh, its tp coordinate); coords=list (dp:1,tp:0): the rank's coordinate on every mesh "
+          "axis, instead of rank",
           [] { return std::make_unique<Localize>(); }};
 }
 

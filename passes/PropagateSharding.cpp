@@ -1,6 +1,7 @@
 //===- PropagateSharding.cpp - propagate-sharding pass --------------------===//
 //
-// Gives every value a sharding along the mesh's tensor-parallel axis. Walking
+// Gives every value a sharding along one mesh axis (option axis, tp by
+// default; the other axes' shardings are left as they are). Walking
 // the graph in order, each node's forward rule takes the layouts its operands
 // arrive with and says what it needs them in and what it produces; where an
 // operand arrives in another layout, a partita.Reshard node records the
@@ -38,6 +39,12 @@ public:
       sequenceParallel_ = value == "1" || value == "true";
       return llvm::Error::success();
     }
+    if (key == "axis") {
+      if (value.empty())
+        return passError(name(), "option axis expects a mesh axis name");
+      axis_ = value.str();
+      return llvm::Error::success();
+    }
     if (key == "sharded-outputs") {
       shardedOutputs_ = value == "1" || value == "true";
       return llvm::Error::success();
@@ -46,9 +53,11 @@ public:
   }
 
   llvm::Error run(Graph &g) override {
-    const MeshAxis *axis = g.mesh.empty() ? nullptr : &g.mesh.axes.back();
-    if (!axis)
+    if (g.mesh.empty())
       return passError(name(), "the graph has no mesh; run annotate-megatron first");
+    const MeshAxis *axis = g.mesh.find(axis_);
+    if (!axis)
+      return passError(name(), "axis '" + axis_ + "' is not in " + g.mesh.str());
     std::string ax = axis->name;
     int64_t parts = axis->size;
     std::map<std::pair<const Value *, std::string>, Value *> reshards;
@@ -58,6 +67,7 @@ public:
         return done;
       Node *r = g.createNode("Reshard", {v}, {v->name() + ".reshard"}, "partita");
       r->output()->type() = v->type();
+      r->output()->sharding() = v->sharding(); // other axes unchanged
       setLayout(r->output(), ax, to);
       return reshards[key] = r->output();
     };
@@ -109,6 +119,7 @@ public:
   }
 
 private:
+  std::string axis_ = "tp";
   bool sequenceParallel_ = false;
   bool shardedOutputs_ = false;
 
@@ -181,7 +192,8 @@ private:
 PassInfo propagateShardingPass() {
   return {"propagate-sharding", "Derive every value's sharding from the seeded weights",
           "Applies each op's forward sharding rule in program order and records needed layout "
-          "changes as partita.Reshard nodes. Expects a mesh (annotate-megatron).",
+          "changes as partita.Reshard nodes, along one mesh axis. Expects a mesh (annotate-megatron).",
+          "axis=string (tp): the mesh axis to propagate along; "
           "sequence-parallel=bool (0): split LayerNorm/residual regions along the tokens; "
           "sharded-outputs=bool (0): keep split graph outputs split (gradients of sharded weights)",
           [] { return std::make_unique<PropagateSharding>(); }};

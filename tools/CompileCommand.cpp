@@ -221,10 +221,13 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   for (RankPlan &r : plan.ranks) {
     std::unique_ptr<Graph> local = cloneGraph(g);
-    if (!g.mesh.empty()) { // localize picks the tp coordinate (rank mod tp)
+    if (!g.mesh.empty()) { // the rank's coordinates on the graph's mesh axes (tp; dp replicates)
+      std::string coords;
+      for (const MeshAxis &a : g.mesh.axes)
+        coords += (coords.empty() ? "" : ",") + a.name + ":" + std::to_string(r.coords.at(a.name));
       PassManager lpm;
       lpm.verifyEach = true;
-      if (auto err = lpm.addPipeline("localize{rank=" + std::to_string(r.coords.at("tp")) + "}"))
+      if (auto err = lpm.addPipeline("localize{coords=" + coords + "}"))
         return err;
       if (auto err = lpm.run(*local))
         return err;

@@ -37,6 +37,36 @@ bool Mesh::operator==(const Mesh &o) const {
   return true;
 }
 
+llvm::SmallVector<int64_t, 4> Mesh::coordinates(int64_t rank) const {
+  llvm::SmallVector<int64_t, 4> c(axes.size(), 0);
+  for (size_t i = axes.size(); i-- > 0;) {
+    c[i] = rank % axes[i].size;
+    rank /= axes[i].size;
+  }
+  return c;
+}
+
+int64_t Mesh::rankOf(llvm::ArrayRef<int64_t> coords) const {
+  int64_t r = 0;
+  for (size_t i = 0; i < axes.size(); ++i)
+    r = r * axes[i].size + (i < coords.size() ? coords[i] : 0);
+  return r;
+}
+
+llvm::SmallVector<int64_t, 8> Mesh::group(int64_t rank, llvm::StringRef axis) const {
+  llvm::SmallVector<int64_t, 8> ranks;
+  const MeshAxis *a = find(axis);
+  if (!a)
+    return ranks;
+  size_t idx = static_cast<size_t>(a - axes.data());
+  llvm::SmallVector<int64_t, 4> c = coordinates(rank);
+  for (int64_t k = 0; k < a->size; ++k) {
+    c[idx] = k;
+    ranks.push_back(rankOf(c));
+  }
+  return ranks;
+}
+
 Sharding Sharding::replicated(size_t rank) {
   Sharding s;
   s.dims.resize(rank);

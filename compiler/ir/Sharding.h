@@ -27,6 +27,15 @@ struct Mesh {
   int64_t numDevices() const;
   std::string str() const; // "mesh<dp=2, tp=2>"
   bool operator==(const Mesh &o) const;
+
+  // Ranks are the mesh's coordinates laid out row-major, the first axis major:
+  // rank = sum_i coord_i * prod_{j>i} size_j (mesh<dp=2, tp=2>: rank 2 is dp=1, tp=0).
+  /// The coordinates of `rank`, one per axis in axis order.
+  llvm::SmallVector<int64_t, 4> coordinates(int64_t rank) const;
+  int64_t rankOf(llvm::ArrayRef<int64_t> coords) const;
+  /// The ranks a collective over `axis` joins `rank` with: those sharing its
+  /// other coordinates, in the order of their `axis` coordinate.
+  llvm::SmallVector<int64_t, 8> group(int64_t rank, llvm::StringRef axis) const;
 };
 
 struct Sharding {

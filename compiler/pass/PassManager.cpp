@@ -50,13 +50,22 @@ llvm::Error PassManager::addPipeline(llvm::StringRef pipeline) {
     if (!rest.empty()) {
       if (!rest.endswith("}"))
         return passError(info->name, "unterminated option list in '" + item + "'");
-      llvm::SmallVector<llvm::StringRef, 4> opts;
-      rest.drop_back().split(opts, ',', -1, false);
-      for (auto opt : opts) {
-        auto [k, v] = opt.split('=');
-        if (auto err = pass->setOption(k.trim(), v.trim()))
-          return err;
+      llvm::SmallVector<llvm::StringRef, 4> pieces;
+      rest.drop_back().split(pieces, ',', -1, false);
+      // A piece without '=' continues the previous option's value, so a
+      // list-valued option reads `coords=dp:1,tp:0`.
+      std::vector<std::pair<std::string, std::string>> opts;
+      for (auto piece : pieces) {
+        if (!opts.empty() && !piece.contains('=')) {
+          opts.back().second += "," + piece.trim().str();
+          continue;
+        }
+        auto [k, v] = piece.split('=');
+        opts.emplace_back(k.trim().str(), v.trim().str());
       }
+      for (const auto &[k, v] : opts)
+        if (auto err = pass->setOption(k, v))
+          return err;
     }
     add(std::move(pass));
   }

@@ -1,5 +1,6 @@
 //===- ReshardPlanner.cpp -------------------------------------------------===//
 #include "passes/sharding/ReshardPlanner.h"
+#include <algorithm>
 
 namespace partita {
 
@@ -13,36 +14,183 @@ const char *collectiveOpName(CollectiveKind k) {
   return "?";
 }
 
-llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const Layout &to) {
-  using K = CollectiveKind;
-  if (from == to)
-    return std::vector<ReshardStep>{};
-  if (from.partial && from.max && !to.partial) {
-    std::vector<ReshardStep> steps{{K::AllReduce, -1, 1, true}};
-    if (to.dim >= 0)
-      steps.push_back({K::ShardSlice, to.dim, to.outer});
-    return steps;
-  }
-  if (from.partial && !from.max) {
-    if (to.isReplicated())
-      return std::vector<ReshardStep>{{K::AllReduce}};
-    if (to.dim >= 0 && !to.partial)
-      return std::vector<ReshardStep>{{K::ReduceScatter, to.dim, to.outer}};
-  } else if (!to.partial) {
-    std::vector<ReshardStep> steps;
-    if (from.dim >= 0)
-      steps.push_back({K::AllGather, from.dim, from.outer});
-    if (to.dim >= 0)
-      steps.push_back({K::ShardSlice, to.dim, to.outer});
-    return steps;
-  }
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "no reshard from " + from.str() + " to " + to.str() +
-                                     " (a partial sum or max cannot be created by communication)");
+namespace {
+
+using Axes = llvm::SmallVector<std::string, 1>;
+
+bool has(llvm::ArrayRef<std::string> axes, llvm::StringRef a) {
+  return std::find(axes.begin(), axes.end(), a) != axes.end();
 }
 
-Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::StringRef axis,
-                      const Layout &result, llvm::StringRef nameHint) {
+bool usedIn(const Sharding &s, llvm::StringRef a) {
+  for (const Axes &d : s.dims)
+    if (has(d, a))
+      return true;
+  return has(s.partial, a);
+}
+
+/// `s` with exactly `rank` dimensions, no all-1 outer list, no stray max flag.
+Sharding normalized(Sharding s, size_t rank) {
+  s.dims.resize(rank);
+  s.outer.resize(rank, 1);
+  for (size_t d = 0; d < rank; ++d)
+    if (s.dims[d].empty())
+      s.outer[d] = 1;
+  if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
+    s.outer.clear();
+  if (s.partial.empty())
+    s.partialMax = false;
+  return s;
+}
+
+/// Equal up to the order of the partial axes.
+bool sameSharding(const Sharding &a, const Sharding &b) {
+  if (a.dims != b.dims || a.partial.size() != b.partial.size() || a.partialMax != b.partialMax)
+    return false;
+  for (size_t d = 0; d < a.dims.size(); ++d)
+    if (a.outerOf(d) != b.outerOf(d))
+      return false;
+  for (const std::string &p : a.partial)
+    if (!has(b.partial, p))
+      return false;
+  return true;
+}
+
+void addMinorAxis(Sharding &s, size_t d, llvm::StringRef axis, int64_t outer) {
+  if (s.dims[d].empty() && outer != 1) {
+    s.outer.resize(s.dims.size(), 1);
+    s.outer[d] = outer;
+  }
+  s.dims[d].push_back(axis.str());
+}
+
+void removeMinorAxis(Sharding &s, size_t d) {
+  s.dims[d].pop_back();
+  if (s.dims[d].empty() && d < s.outer.size())
+    s.outer[d] = 1;
+  if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
+    s.outer.clear();
+}
+
+void removePartial(Sharding &s, llvm::StringRef axis) {
+  s.partial.erase(std::find(s.partial.begin(), s.partial.end(), axis));
+  if (s.partial.empty())
+    s.partialMax = false;
+}
+
+} // namespace
+
+llvm::Expected<std::vector<ReshardStep>> planReshard(const Sharding &fromIn, const Sharding &toIn, size_t rank) {
+  using K = CollectiveKind;
+  Sharding cur = normalized(fromIn, rank), to = normalized(toIn, rank);
+  auto impossible = [&] {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "no reshard from " + fromIn.str() + " to " + toIn.str() +
+                                       " (a partial sum or max cannot be created by communication)");
+  };
+  for (const std::string &a : to.partial)
+    if (!has(cur.partial, a))
+      return impossible();
+  if (!to.partial.empty() && cur.partialMax != to.partialMax)
+    return impossible();
+
+  std::vector<ReshardStep> steps;
+  auto push = [&](K kind, size_t d, int64_t outer, llvm::StringRef axis) {
+    ReshardStep s{kind, kind == K::AllReduce ? -1 : static_cast<int64_t>(d), outer, false, axis.str(), cur};
+    s.max = kind == K::AllReduce && cur.partialMax;
+    steps.push_back(std::move(s));
+  };
+  // Dimension d holds a prefix of its target: its next target axis can be added.
+  auto holdsPrefix = [&](size_t d) {
+    const Axes &c = cur.dims[d], &t = to.dims[d];
+    return c.size() <= t.size() && std::equal(c.begin(), c.end(), t.begin()) &&
+           (c.empty() || cur.outerOf(d) == to.outerOf(d));
+  };
+  auto nextAxis = [&](size_t d) -> const std::string * {
+    if (!holdsPrefix(d) || cur.dims[d].size() == to.dims[d].size())
+      return nullptr;
+    return &to.dims[d][cur.dims[d].size()];
+  };
+  auto splitInTarget = [&](llvm::StringRef a) {
+    for (const Axes &d : to.dims)
+      if (has(d, a))
+        return true;
+    return false;
+  };
+
+  while (!sameSharding(cur, to)) {
+    bool stepped = false;
+    // 1. Local slices: free, and they shrink what later steps move.
+    for (size_t d = 0; d < rank && !stepped; ++d)
+      if (const std::string *a = nextAxis(d); a && !usedIn(cur, *a)) {
+        std::string axis = *a;
+        addMinorAxis(cur, d, axis, to.outerOf(d));
+        push(K::ShardSlice, d, to.outerOf(d), axis);
+        stepped = true;
+      }
+    // 2. Reduce-scatters: a partial sum becoming a split.
+    for (size_t d = 0; d < rank && !stepped; ++d)
+      if (const std::string *a = nextAxis(d); a && has(cur.partial, *a) && !cur.partialMax) {
+        std::string axis = *a;
+        removePartial(cur, axis);
+        addMinorAxis(cur, d, axis, to.outerOf(d));
+        push(K::ReduceScatter, d, to.outerOf(d), axis);
+        stepped = true;
+      }
+    // 3. All-reduces: partials not kept, except sums waiting to be reduce-scattered.
+    for (size_t i = 0; i < cur.partial.size() && !stepped; ++i) {
+      std::string axis = cur.partial[i];
+      if (has(to.partial, axis) || (!cur.partialMax && splitInTarget(axis)))
+        continue;
+      ReshardStep s{K::AllReduce, -1, 1, cur.partialMax, axis, {}};
+      removePartial(cur, axis);
+      s.result = cur;
+      steps.push_back(std::move(s));
+      stepped = true;
+    }
+    // 4. All-gathers of the minor-most axis of a dimension that is not on its way to its target.
+    for (size_t d = 0; d < rank && !stepped; ++d)
+      if (!holdsPrefix(d)) {
+        std::string axis = cur.dims[d].back();
+        int64_t outer = cur.outerOf(d);
+        removeMinorAxis(cur, d);
+        push(K::AllGather, d, outer, axis);
+        stepped = true;
+      }
+    // 5. A partial sum whose target split never became reachable: reduce it whole.
+    for (size_t i = 0; i < cur.partial.size() && !stepped; ++i)
+      if (!has(to.partial, cur.partial[i])) {
+        std::string axis = cur.partial[i];
+        ReshardStep s{K::AllReduce, -1, 1, cur.partialMax, axis, {}};
+        removePartial(cur, axis);
+        s.result = cur;
+        steps.push_back(std::move(s));
+        stepped = true;
+      }
+    if (!stepped)
+      return impossible();
+  }
+  if (!steps.empty())
+    steps.back().result = to; // the target's own order of partial axes
+  return steps;
+}
+
+llvm::Expected<std::vector<ReshardStep>> planReshard(const Layout &from, const Layout &to) {
+  size_t rank = static_cast<size_t>(std::max<int64_t>({from.dim, to.dim, 0}) + 1);
+  auto steps = planReshard(toSharding(from, "axis", rank), toSharding(to, "axis", rank), rank);
+  if (!steps)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "no reshard from " + from.str() + " to " + to.str() +
+                                       " (a partial sum or max cannot be created by communication)");
+  for (ReshardStep &s : *steps) {
+    s.axis.clear();
+    s.result = Sharding();
+  }
+  return steps;
+}
+
+static Node *collectiveNode(Graph &g, const ReshardStep &step, Value *input, llvm::StringRef axis,
+                            llvm::StringRef nameHint) {
   Node *n = g.createNode(collectiveOpName(step.kind), {input}, {nameHint.str()}, "partita");
   n->setAttr("axis", Attribute::ofString(axis.str()));
   if (step.kind != CollectiveKind::AllReduce)
@@ -52,7 +200,20 @@ Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::Str
   if (step.outer != 1)
     n->setAttr("outer", Attribute::ofInt(step.outer));
   n->output()->type() = input->type();
+  return n;
+}
+
+Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::StringRef axis,
+                      const Layout &result, llvm::StringRef nameHint) {
+  Node *n = collectiveNode(g, step, input, axis, nameHint);
+  n->output()->sharding() = input->sharding(); // other axes stay as they are
   setLayout(n->output(), axis, result);
+  return n->output();
+}
+
+Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::StringRef nameHint) {
+  Node *n = collectiveNode(g, step, input, step.axis, nameHint);
+  n->output()->sharding() = step.result;
   return n->output();
 }
 
