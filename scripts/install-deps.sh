@@ -6,6 +6,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx libonnx-testdata
   llvm-14-dev llvm-14-tools libgtest-dev
+  clang-14 libclang-rt-14-dev libomp-14-dev
   libopenmpi-dev openmpi-bin libdnnl-dev
   python3-torch python3-numpy
   nodejs

@@ -14,9 +14,12 @@
 namespace partita::rt::cpu {
 
 inline float fastExp(float x) {
-  x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  // Over ln(FLT_MAX) ~ 88.72 the result overflows to inf; under ~-87 (results
+  // near FLT_MIN) it is flushed to 0. NaN passes the clamp and stays NaN.
+  x = x < -87.5f ? -87.5f : (x > 89.0f ? 89.0f : x);
   constexpr float kRound = 12582912.0f;                 // 1.5 * 2^23
-  float n = (x * 1.44269504088896341f + kRound) - kRound; // nearest integer to x / ln 2
+  float t = x * 1.44269504088896341f + kRound;          // n + 1.5 * 2^23: n in its low bits
+  float n = t - kRound;                                 // nearest integer to x / ln 2
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln 2, in two parts
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -25,14 +28,21 @@ inline float fastExp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23; // 2^n
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  return p * scale;
+  // 2^(n-1) from t's bits in unsigned arithmetic (no float-to-int conversion,
+  // undefined for NaN): n in [-126, 128] gives exponent fields 0 (a zero) to
+  // 254, so 2^128 * p stays reachable. A NaN t yields some bits; p is NaN.
+  uint32_t tbits;
+  std::memcpy(&tbits, &t, 4);
+  uint32_t bits = (tbits + (126u - 0x4B400000u)) << 23;
+  float halfScale;
+  std::memcpy(&halfScale, &bits, 4);
+  return (p * 2.0f) * halfScale;
 }
 
+/// Absolute error ~1e-7; relative error grows near 0, where 1 - e cancels (the
+/// callers add tanh to 1).
 inline float fastTanh(float x) {
-  float e = fastExp(x < 0 ? 2.0f * x : -2.0f * x); // exp(-2|x|) in (0, 1]: no overflow
+  float e = fastExp(x < 0 ? 2.0f * x : -2.0f * x); // exp(-2|x|) in [0, 1]: no overflow
   float t = (1.0f - e) / (1.0f + e);
   return x < 0 ? -t : t;
 }
