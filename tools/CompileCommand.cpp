@@ -174,6 +174,12 @@ static llvm::Error compile(llvm::StringRef dir) {
   std::string pipeline = "canonicalize";
   if (emitGradients || train) // fused q/k/v are cut before differentiating, so each piece is a parameter
     pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",add-loss,autodiff,remove-identity,cse,dce";
+  // The one mesh, made here from the flags (dp major, as the plan lays out
+  // ranks): annotate-megatron sizes tp in it, the sharding passes work on tp
+  // by name, and localize takes each rank's coordinates on every axis.
+  if (dp > 1)
+    g.mesh.axes.push_back(MeshAxis{"dp", dp});
+  g.mesh.axes.push_back(MeshAxis{"tp", tp});
   std::string propagate = "propagate-sharding";
   if (sequenceParallel || train)
     propagate += std::string("{") + (sequenceParallel ? "sequence-parallel=1" : "") +
@@ -201,11 +207,10 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto err = spm.run(g))
       return err;
   }
-  // Data parallelism replicates the tensor-parallel programs: rank k runs
-  // tp rank k mod T's program; the runtime averages gradients over `dp`.
-  Mesh mesh = g.mesh.empty() ? Mesh{{MeshAxis{"tp", 1}}} : g.mesh;
-  if (dp > 1)
-    mesh.axes.insert(mesh.axes.begin(), MeshAxis{"dp", dp});
+  // Data parallelism replicates the tensor-parallel programs (no value is
+  // split over dp yet): rank k runs tp rank k mod T's program; the runtime
+  // averages gradients over `dp`.
+  Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
   plan.vocab = vocab;
   plan.inputs = specsOf(g.inputs());
@@ -221,7 +226,9 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   for (RankPlan &r : plan.ranks) {
     std::unique_ptr<Graph> local = cloneGraph(g);
-    if (!g.mesh.empty()) { // the rank's coordinates on the graph's mesh axes (tp; dp replicates)
+    if (tp == 1) {
+      local->mesh = Mesh(); // nothing is sharded: the program is the global graph
+    } else { // the rank's coordinates on the mesh axes
       std::string coords;
       for (const MeshAxis &a : g.mesh.axes)
         coords += (coords.empty() ? "" : ",") + a.name + ":" + std::to_string(r.coords.at(a.name));
