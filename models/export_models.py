@@ -220,6 +220,47 @@ class Llama(nn.Module):
         return self.head(self.norm(x))
 
 
+MAX_POS = 32
+
+
+class HFLlama(nn.Module):
+    """LLaMA as Hugging Face writes it (the LlamaBlock above, GQA): rotary cos/sin
+    caches and the additive causal mask are registered buffers (torch.onnx folds
+    `cos_cached[:t]` into float initializers named like `onnx::Gather_N`), the
+    inputs are `input_ids`, `attention_mask` and `position_ids`, and the cos/sin
+    rows are looked up by position (a Gather of the table, then a Mul with q/k)."""
+
+    def __init__(self):
+        super().__init__()
+        dh = D // HEADS
+        self.embed_tokens = nn.Embedding(VOCAB, D)
+        self.layers = nn.ModuleList([LlamaBlock() for _ in range(LAYERS)])
+        self.norm = RMSNorm(D)
+        self.lm_head = nn.Linear(D, VOCAB, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, dh, 2).float() / dh))
+        freqs = torch.outer(torch.arange(MAX_POS).float(), inv)
+        emb = torch.cat((freqs, freqs), -1)
+        self.register_buffer("cos_cached", emb.cos(), persistent=False)
+        self.register_buffer("sin_cached", emb.sin(), persistent=False)
+        min_value = torch.finfo(torch.float32).min
+        self.register_buffer("causal_mask", torch.full((MAX_POS, MAX_POS), min_value).triu(1), persistent=False)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None):
+        b, t = input_ids.shape
+        if attention_mask is None:
+            attention_mask = torch.ones(b, t, dtype=torch.int64)
+        if position_ids is None:
+            position_ids = torch.arange(t).unsqueeze(0).expand(b, t)
+        cos = self.cos_cached[:t][position_ids].unsqueeze(1)  # [b, 1, t, dh]
+        sin = self.sin_cached[:t][position_ids].unsqueeze(1)
+        padding = (1.0 - attention_mask[:, None, None, :].float()) * -1e9
+        mask = self.causal_mask[:t, :t][None, None] + padding  # [b, 1, t, t]
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+
 class ViT(nn.Module):
     """Vision transformer: Conv patch embedding, class token, pre-norm encoder, classifier head."""
 
@@ -258,9 +299,10 @@ class Seq2Seq(nn.Module):
 
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
-                       "vit": 6, "seq2seq": 7}[kind])
+                       "vit": 6, "seq2seq": 7, "hf_llama": 8}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
-             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq}[kind]()
+             "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq,
+             "hf_llama": HFLlama}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():
@@ -281,7 +323,54 @@ def inputs_for(kind, batch, gen):
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
         mask[0, SEQ - 5:] = 0  # padding on the first sequence
         return {"ids": ids, "attention_mask": mask}
+    if kind == "hf_llama":
+        return {"input_ids": ids, "attention_mask": torch.ones(batch, SEQ, dtype=torch.int64),
+                "position_ids": torch.arange(SEQ).unsqueeze(0).expand(batch, SEQ).contiguous()}
     return {"ids": ids}
+
+
+def folded_constants_as_initializers(path):
+    """Rewrites the float Constant nodes of more than 8 elements as
+    initializers named `onnx::<first consumer op>_<n>`: what torch 2's
+    exporter writes for constant-folded buffers (rotary tables, masks), where
+    Debian's torch 1.13 writes Constant nodes."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(path)
+    consumers = {}
+    for node in m.graph.node:
+        for i in node.input:
+            consumers.setdefault(i, node.op_type)
+    keep, renames, k = [], {}, 0
+    for node in m.graph.node:
+        value = numpy_helper.to_array(node.attribute[0].t) if node.op_type == "Constant" and node.attribute and \
+            node.attribute[0].name == "value" else None
+        if value is None or value.dtype != np.float32 or value.size <= 8:
+            keep.append(node)
+            continue
+        k += 1
+        name = f"onnx::{consumers.get(node.output[0], 'Constant')}_{900 + k}"
+        m.graph.initializer.append(numpy_helper.from_array(value, name))
+        renames[node.output[0]] = name
+    del m.graph.node[:]
+    for node in keep:
+        for j, i in enumerate(node.input):
+            node.input[j] = renames.get(i, i)
+        m.graph.node.append(node)
+    onnx.save(m, path)
+
+
+def export_static(kind, path, opset=17):
+    """Exports `kind` at the fixtures' static batch and sequence to `path`
+    (tests that build their fixture at test time), folded buffers as
+    initializers; returns the inputs."""
+    model = make(kind)
+    ins = inputs_for(kind, BATCH, torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(ins.values()), path, input_names=list(ins), output_names=["out"],
+                          opset_version=opset, do_constant_folding=True)
+    folded_constants_as_initializers(path)
+    return {n: v.numpy() for n, v in ins.items()}
 
 
 def export(kind, opset, dynamic, manifest):

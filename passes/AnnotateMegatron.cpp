@@ -167,6 +167,8 @@ public:
       Node *w = n->input(0)->definingNode();
       if (!w || !w->is("Weight") || w->output()->type().rank() != 2)
         continue;
+      if (w->intAttr("trainable", 1) == 0) // a frozen table (rotary cos/sin by position): no state to split
+        continue;
       int64_t vocab = w->output()->type().shape[0];
       if (vocab % tp_ != 0) {
         problems.push_back("embedding " + n->describe() + ": vocabulary " + std::to_string(vocab) +

@@ -2,14 +2,17 @@
 //
 // Reverse-mode differentiation on the global, unpartitioned graph. Graph
 // output 0 must be a one-element float loss; the pass appends the backward
-// nodes and, for every float weight (or, with wrt=inputs, every float graph
-// input) the loss depends on, a graph output "grad.<name>". Each op's rule
+// nodes and, for every trainable float weight (classify-parameters marks
+// buffers frozen: they get no gradient and no backward nodes) or, with
+// wrt=inputs, every float graph input the loss depends on, a graph output
+// "grad.<name>". Each op's rule
 // lives with its family in passes/autodiff/; an op on the path to the loss
 // without a rule is an error naming it. Sharding then partitions the backward
 // graph like the forward one.
 //
 //   %loss = ReduceSum(%y) ...          →  ... return %loss, %"grad.w"
 //===----------------------------------------------------------------------===//
+#include "passes/ClassifyParameters.h"
 #include "passes/Passes.h"
 #include "passes/autodiff/GradBuilder.h"
 #include "llvm/ADT/DenseMap.h"
@@ -50,7 +53,7 @@ public:
           needed.insert(in);
     }
     for (Node *n : nodes) {
-      bool varies = !wrtInputs_ && n->is("Weight") && isFloat(n->output()->type().dtype);
+      bool varies = !wrtInputs_ && isTrainableWeight(*n); // a frozen buffer is a constant here
       for (Value *in : n->inputs())
         varies |= in && needed.count(in);
       if (varies)
@@ -106,7 +109,7 @@ public:
           emit(in, in->name());
     } else {
       for (Node *n : nodes)
-        if (n->is("Weight") && isFloat(n->output()->type().dtype))
+        if (isTrainableWeight(*n))
           emit(n->output(), n->stringAttr("name", ""));
     }
     return b.takeError();
@@ -121,7 +124,8 @@ private:
 PassInfo autodiffPass() {
   return {"autodiff", "Append the backward graph of the loss (graph output 0)",
           "Reverse-mode differentiation with one rule per op; adds grad.<name> outputs for every "
-          "float weight (or input, wrt=inputs) the loss depends on.",
+          "trainable float weight (or input, wrt=inputs) the loss depends on; weights marked trainable = 0 "
+          "(classify-parameters) are constants.",
           "wrt=weights|inputs (weights): what to differentiate with respect to",
           [] { return std::make_unique<Autodiff>(); }};
 }

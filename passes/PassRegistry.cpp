@@ -11,7 +11,8 @@ void registerAllPasses() {
   for (PassInfo (*make)() : {foldConstantsPass, removeIdentityPass, deadCodeEliminationPass,
                              commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
-                             insertCollectivesPass, hoistShardSlicesPass, localizePass, autodiffPass, addLossPass, splitFusedProjectionsPass})
+                             insertCollectivesPass, hoistShardSlicesPass, localizePass, autodiffPass, addLossPass, splitFusedProjectionsPass,
+                             classifyParametersPass})
     PassRegistry::get().add(make());
 }
 

@@ -20,5 +20,6 @@ PassInfo localizePass();
 PassInfo autodiffPass();
 PassInfo addLossPass();
 PassInfo splitFusedProjectionsPass();
+PassInfo classifyParametersPass();
 
 } // namespace partita

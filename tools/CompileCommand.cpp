@@ -11,6 +11,7 @@
 #include "compiler/onnx/OnnxExport.h"
 #include "compiler/pass/PassManager.h"
 #include "passes/AdamWStep.h"
+#include "passes/ClassifyParameters.h"
 #include "tools/Commands.h"
 #include "tools/OutputDir.h"
 #include "tools/Plan.h"
@@ -48,6 +49,14 @@ static cl::opt<bool> emitGradients("emit-gradients",
                                    cl::init(false), cl::sub(compileCmd));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("AdamW decoupled weight decay (--train)"),
                                    cl::init(0.01), cl::sub(compileCmd));
+static cl::list<std::string> freezePatterns(
+    "freeze", cl::desc("Freeze the initializers matching a glob over the whole name (*, ?, [..]; repeatable; "
+                       "after the default rule)"),
+    cl::sub(compileCmd));
+static cl::list<std::string> trainablePatterns(
+    "trainable", cl::desc("Train the initializers matching a glob over the whole name (repeatable; after "
+                          "--freeze)"),
+    cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -172,8 +181,21 @@ static llvm::Error compile(llvm::StringRef dir) {
   PassManager pm;
   pm.verifyEach = true;
   std::string pipeline = "canonicalize";
-  if (emitGradients || train) // fused q/k/v are cut before differentiating, so each piece is a parameter
-    pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",add-loss,autodiff,remove-identity,cse,dce";
+  bool differentiate = emitGradients || train;
+  if (!differentiate && (!freezePatterns.empty() || !trainablePatterns.empty()))
+    return fail("--freeze and --trainable need --train or --emit-gradients");
+  if (differentiate) { // fused q/k/v are cut before differentiating, so each piece is a parameter
+    pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",classify-parameters";
+    if (auto err = pm.addPipeline(pipeline))
+      return err;
+    if (auto err = pm.run(g))
+      return err;
+    if (auto err = applyParameterOverrides(g, freezePatterns, trainablePatterns))
+      return fail(llvm::toString(std::move(err)));
+    pm = PassManager();
+    pm.verifyEach = true;
+    pipeline = "add-loss,autodiff,remove-identity,cse,dce";
+  }
   // The one mesh, made here from the flags (dp major, as the plan lays out
   // ranks): annotate-megatron sizes tp in it, the sharding passes work on tp
   // by name, and localize takes each rank's coordinates on every axis.
@@ -191,6 +213,9 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (auto err = pm.run(g))
     return err;
   std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
+  std::vector<ParameterClass> classes; // before localize turns weights into shards
+  if (differentiate)
+    classes = parameterClasses(g);
   // Training needs the loss and the gradients only: without the logits
   // output (output 1, after the loss) a vocab-parallel head's logits are
   // never gathered. Annotation ran first: it finds the LM head by that output.
@@ -217,6 +242,9 @@ static llvm::Error compile(llvm::StringRef dir) {
   plan.outputs = specsOf(g.outputs());
   plan.coverage = g.coverage;
   plan.indexRanges = ranges;
+  if (differentiate)
+    for (const ParameterClass &c : classes)
+      plan.initializers.push_back({c.name, c.trainable, c.reason});
 
   if (auto ec = llvm::sys::fs::create_directories(dir))
     return fail("cannot create " + dir + ": " + ec.message());
@@ -268,6 +296,15 @@ static llvm::Error compile(llvm::StringRef dir) {
                << " rank" << (plan.worldSize() == 1 ? "" : "s") << ") -> " << llvm::StringRef(outDir).rtrim('/') << "/\n";
   for (const auto &c : plan.coverage)
     llvm::outs() << "  " << c << "\n";
+  if (differentiate) {
+    size_t trainable = 0;
+    for (const ParameterClass &c : classes)
+      trainable += c.trainable;
+    llvm::outs() << "  initializers: " << trainable << " trainable, " << classes.size() - trainable << " frozen\n";
+    for (const ParameterClass &c : classes)
+      if (!c.trainable)
+        llvm::outs() << "    frozen " << c.name << ": " << c.reason << "\n";
+  }
   return llvm::Error::success();
 }
 

@@ -82,6 +82,14 @@ int inspectMain() {
     os << "  (single device: nothing sharded)\n";
   for (const auto &c : plan->coverage)
     os << "  " << c << "\n";
+  if (!plan->initializers.empty()) { // training plans: parameters and frozen buffers
+    size_t trainable = 0;
+    for (const InitializerClass &c : plan->initializers)
+      trainable += c.trainable;
+    os << "\ninitializers: " << trainable << " trainable, " << plan->initializers.size() - trainable << " frozen\n";
+    for (const InitializerClass &c : plan->initializers)
+      os << "  " << (c.trainable ? "trainable " : "frozen    ") << c.name << ": " << c.reason << "\n";
+  }
 
   std::string irFile = onlyRank >= 0 ? path("rank" + std::to_string(onlyRank) + "/forward.pir") : path("global.pir");
   auto ir = llvm::MemoryBuffer::getFile(irFile);

@@ -93,6 +93,10 @@ static cl::opt<double> collectiveTimeout("collective-timeout",
 static cl::opt<std::string> rankStatusDir("rank-status-dir", cl::desc("(internal) where each rank records its pid"),
                                           cl::Hidden, cl::init(""), BOTH);
 static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
+static cl::opt<std::string> idsInput("ids-input",
+                                     cl::desc("The input that takes the token ids (default: the one integer "
+                                              "[batch, seq] input besides labels, attention_mask, position_ids)"),
+                                     cl::init(""), BOTH);
 #undef BOTH
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
@@ -206,9 +210,8 @@ int launchMain(int argc, char **argv) {
       return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
     if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
       return reportError(tool, fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine"));
-    for (const TensorSpec &in : plan->inputs)
-      if (auto err = checkTrainingInput(in.name, in.type, batch, seq))
-        return reportError(tool, std::move(err));
+    if (auto roles = trainingInputRoles(plan->inputs, idsInput, batch, seq); !roles)
+      return reportError(tool, roles.takeError());
     auto tokens = TokenFile::open(data, dataDtype);
     if (!tokens)
       return reportError(tool, tokens.takeError());
@@ -306,6 +309,7 @@ static llvm::Error runRank(int rank) {
     o.planDir = planDir;
     o.data = data;
     o.dataDtype = dataDtype;
+    o.idsInput = idsInput;
     o.outDir = outDir;
     o.schedule = schedule;
     o.steps = steps;

@@ -128,6 +128,9 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
     ranges[name] = rows;
   for (bool b : p.paramSharded)
     sharded.push_back(b);
+  llvm::json::Array initializers;
+  for (const InitializerClass &c : p.initializers)
+    initializers.push_back(llvm::json::Object{{"name", c.name}, {"trainable", c.trainable}, {"reason", c.reason}});
   llvm::json::Object root{{"format", "partita-plan-1"},
                           {"world_size", p.worldSize()},
                           {"mesh", std::move(axes)},
@@ -140,6 +143,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"param_sharded", std::move(sharded)},
                           {"param_types", specs(typeSpecs)},
                           {"index_ranges", std::move(ranges)},
+                          {"initializers", std::move(initializers)},
                           {"vocab", p.vocab}};
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
@@ -230,6 +234,14 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     for (const auto &kv : *ranges)
       if (auto v = kv.second.getAsInteger())
         p.indexRanges[kv.first.str()] = *v;
+  if (const auto *inits = root->getArray("initializers"))
+    for (const auto &c : *inits) {
+      const auto *o = c.getAsObject();
+      if (!o || !o->getString("name") || !o->getBoolean("trainable"))
+        return bad("bad initializers entry");
+      p.initializers.push_back({o->getString("name")->str(), *o->getBoolean("trainable"),
+                                o->getString("reason").getValueOr("").str()});
+    }
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   return p;

@@ -11,6 +11,14 @@ struct TensorSpec {
   TensorType type;
 };
 
+/// One initializer's classification (passes/ClassifyParameters.h): a
+/// parameter (trained) or a frozen buffer, and why.
+struct InitializerClass {
+  std::string name;
+  bool trainable = true;
+  std::string reason;
+};
+
 struct RankPlan {
   int64_t rank = 0;
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
@@ -44,6 +52,9 @@ struct Plan {
   /// launch refuses ids outside [0, rows) (a vocab-parallel lookup would hide
   /// them behind its mask).
   std::map<std::string, int64_t> indexRanges;
+  /// Training plans: every initializer, trainable or frozen, with the reason
+  /// (compile's default rule, then --freeze / --trainable).
+  std::vector<InitializerClass> initializers;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
 };

@@ -11,6 +11,7 @@
 #include "runtime/executor/Program.h"
 #include "tools/TokenFile.h"
 #include "tools/ToolCommon.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -55,20 +56,79 @@ static double lrFactor(int64_t k, const TrainOptions &o) {
   return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
 }
 
-/// The training loop of one rank: forward+backward, then the AdamW step
-/// program; updated parameters are written into the forward program's weights.
-llvm::Error checkTrainingInput(llvm::StringRef name, const TensorType &type, int64_t batch, int64_t seq) {
-  bool lm = (name == "ids" || name == "labels") && !isFloat(type.dtype);
-  if (!lm)
-    return fail("input '" + name + "' (" + type.str() +
-                "): the training loop feeds language models only (int ids [batch, seq] and labels); "
-                "train other models through the emitted programs");
-  if (type.shape != Shape{batch, seq})
-    return fail("the plan was compiled for " + name + " " + type.str() + ", but --batch " + llvm::Twine(batch) +
-                " --seq " + llvm::Twine(seq) + " were given");
-  return llvm::Error::success();
+static const char *kRoleOptions =
+    "the training loop feeds token ids (the one integer [batch, seq] input, or launch --ids-input NAME), labels, "
+    "attention_mask (ones) and position_ids (0..seq-1)";
+
+llvm::Expected<std::map<std::string, InputRole>> trainingInputRoles(const std::vector<TensorSpec> &inputs,
+                                                                    llvm::StringRef idsInput, int64_t batch,
+                                                                    int64_t seq) {
+  auto cannotFeed = [](const TensorSpec &in) {
+    return fail("input '" + in.name + "' (" + in.type.str() + "): the training loop cannot feed it; " +
+                kRoleOptions);
+  };
+  if (!idsInput.empty()) {
+    std::string names;
+    for (const TensorSpec &in : inputs)
+      names += (names.empty() ? "" : ", ") + in.name;
+    if (!llvm::any_of(inputs, [&](const TensorSpec &in) { return in.name == idsInput; }))
+      return fail("--ids-input " + idsInput + ": the program has no such input (its inputs: " + names + ")");
+  }
+  // Roles first, then the shapes, in input order.
+  std::map<std::string, InputRole> roles;
+  std::vector<const TensorSpec *> candidates; // integer rank-2 inputs without a role yet
+  for (const TensorSpec &in : inputs) {
+    bool integer = !isFloat(in.type.dtype);
+    if (in.name == idsInput)
+      roles[in.name] = InputRole::Ids;
+    else if (in.name == "labels")
+      roles[in.name] = InputRole::Labels;
+    else if (in.name == "attention_mask")
+      roles[in.name] = InputRole::AttentionMask;
+    else if (in.name == "position_ids" && integer)
+      roles[in.name] = InputRole::PositionIds;
+    else if (integer && in.type.shape.size() == 2 && idsInput.empty())
+      candidates.push_back(&in);
+    else
+      return cannotFeed(in);
+  }
+  if (idsInput.empty()) {
+    if (candidates.size() != 1) {
+      std::string names;
+      for (const TensorSpec *c : candidates)
+        names += (names.empty() ? "'" : ", '") + c->name + "'";
+      return fail(candidates.empty() ? std::string("the program has no integer [batch, seq] token-id input; ") +
+                                           kRoleOptions
+                                     : "inputs " + names + ": which one holds the token ids? " + kRoleOptions);
+    }
+    roles[candidates[0]->name] = InputRole::Ids;
+  }
+  for (const TensorSpec &in : inputs) {
+    InputRole role = roles.at(in.name);
+    const Shape &s = in.type.shape;
+    if ((role == InputRole::Ids || role == InputRole::Labels) && isFloat(in.type.dtype))
+      return fail("input '" + in.name + "' (" + in.type.str() + "): token ids and labels must be integers");
+    bool fits = s == Shape{batch, seq} || (role == InputRole::PositionIds && s == Shape{1, seq});
+    if (!fits)
+      return fail("the plan was compiled for " + in.name + " " + in.type.str() + ", but --batch " +
+                  llvm::Twine(batch) + " --seq " + llvm::Twine(seq) + " were given");
+  }
+  return roles;
 }
 
+/// The tensors the loop feeds an input of role `role` other than the ids and
+/// labels: ones, or 0..seq-1 per row, in the input's dtype and shape.
+static Tensor constantFeed(InputRole role, const TensorType &type) {
+  const Shape &s = type.shape;
+  std::vector<double> values(numElements(s), 1.0);
+  if (role == InputRole::PositionIds)
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<double>(static_cast<int64_t>(i) % s.back());
+  return Tensor::fromDoubles(type.dtype, s, values);
+}
+
+/// The training loop of one rank: forward+backward, then the AdamW step
+/// program; updated parameters are written into the forward program's weights.
 llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, const TrainOptions &o) {
   const std::string &planDir = o.planDir, &data = o.data, &outDir = o.outDir;
   const int steps = o.steps, batch = o.batch, seq = o.seq, seed = o.seed;
@@ -93,9 +153,23 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
   if (!tokens)
     return tokens.takeError();
   int64_t B = batch, T = seq, n = tokens->size();
+  std::vector<TensorSpec> inputSpecs;
   for (const auto &in : (*fwd)->inputs())
-    if (auto err = checkTrainingInput(in.name, in.type, B, T))
-      return err;
+    inputSpecs.push_back({in.name, in.type});
+  auto roles = trainingInputRoles(inputSpecs, o.idsInput, B, T);
+  if (!roles)
+    return roles.takeError();
+  std::string idsName, labelsName = "labels";
+  llvm::StringMap<Tensor> constantFeeds; // attention mask, position ids: the same every step
+  for (const TensorSpec &in : inputSpecs) {
+    InputRole role = roles->at(in.name);
+    if (role == InputRole::Ids)
+      idsName = in.name;
+    else if (role == InputRole::Labels)
+      labelsName = in.name;
+    else
+      constantFeeds[in.name] = constantFeed(role, in.type);
+  }
   if (n < T + 2)
     return fail(data + ": " + llvm::Twine(n) + " tokens, fewer than one sequence of " + llvm::Twine(T + 1));
   std::vector<const rt::TensorView *> params;
@@ -223,8 +297,10 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
       }
       Tensor idsT = Tensor::fromInts(DType::I64, {B, T}, ids), labelsT = Tensor::fromInts(DType::I64, {B, T}, labels);
       llvm::StringMap<rt::TensorView> feeds;
-      feeds["ids"] = viewOf(idsT);
-      feeds["labels"] = viewOf(labelsT);
+      feeds[idsName] = viewOf(idsT);
+      feeds[labelsName] = viewOf(labelsT);
+      for (const auto &c : constantFeeds)
+        feeds[c.getKey()] = viewOf(c.getValue());
       bool last = micro + 1 == M;
       // Accumulate each gradient as it is produced; in the last micro-batch
       // also pack it into its bucket and start the bucket's all-reduce.

@@ -7,6 +7,10 @@ initializers), F.cross_entropy, torch.optim.AdamW with the same hyper-parameters
 the same batches (the splitmix64 sampler of tools/LaunchCommand.cpp). Checks the
 loss of every step and every final parameter within 1e-4 relative.
 
+FIXTURE_NAME @export builds the fixture at test time (export_models.export_static).
+Also checks the classification of initializers: torch's parameters trainable,
+everything else frozen and bit-identical after training (`partita merge`).
+
 Usage: check_training.py PARTITA FIXTURE_KIND FIXTURE_NAME WORK_DIR TP [DP [MICRO_BATCHES [SCHEDULE WARMUP CLIP
        [COMPILE_FLAG...]]]]  (e.g. --sequence-parallel)
 A step's global batch is DP x MICRO_BATCHES x 2 sequences; PyTorch takes it whole.
@@ -98,7 +102,17 @@ for step in range(1, STEPS + 1):
     torch_losses.append(loss.item())
 
 compiled, res = os.path.join(work, f"tp{tp}"), os.path.join(work, f"res{tp}")
-subprocess.run([partita, "compile", os.path.join(root, "models", "fixtures", name + ".onnx"), "--train",
+if name == "@export":
+    # Built here (models/export_models.py export_static): folded buffers as initializers.
+    fixture = os.path.join(work, kind + ".onnx")
+    run_inputs = []
+    for n, v in em.export_static(kind, fixture).items():
+        np.save(os.path.join(work, f"in.{n}.npy"), v)
+        run_inputs.append(f"{n}={os.path.join(work, f'in.{n}.npy')}")
+else:
+    fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
+    run_inputs = [f"ids={os.path.join(root, 'models', 'fixtures', name + '.b2.in.ids.npy')}"]
+subprocess.run([partita, "compile", fixture, "--train",
                 "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), *compile_flags, "-o", compiled], check=True,
                stdout=subprocess.DEVNULL)
 subprocess.run([partita, "launch", "-n", str(tp * dp), compiled, "--steps", str(STEPS), "--data",
@@ -118,16 +132,14 @@ for step, (a, b) in enumerate(zip(ours, torch_losses), 1):
 
 final = {n: p.detach().numpy() for n, p in model.named_parameters()}
 # `partita merge` writes the trained shards back into one ONNX model.
-fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
 merged = os.path.join(work, f"merged{tp}.onnx")
 subprocess.run([partita, "merge", fixture, compiled, res, "-o", merged], check=True, stdout=subprocess.DEVNULL)
 onnx.checker.check_model(onnx.load(merged), full_check=True)
-ids_file = os.path.join(root, "models", "fixtures", name + ".b2.in.ids.npy")
-subprocess.run([partita, "run", merged, f"--input=ids={ids_file}", f"--output-dir={os.path.join(work, 'merged-run')}"],
-               check=True)
+subprocess.run([partita, "run", merged, *[f"--input={i}" for i in run_inputs],
+                f"--output-dir={os.path.join(work, 'merged-run')}"], check=True)
 # ... which ONNX Runtime loads and runs as Partita's runtime does (the
 # parameters themselves are compared with torch below).
-ort_run = subprocess.run(["node", os.path.join(root, "test", "ort", "run_model.js"), merged, f"ids={ids_file}"],
+ort_run = subprocess.run(["node", os.path.join(root, "test", "ort", "run_model.js"), merged, *run_inputs],
                          check=True, capture_output=True, text=True)
 ort_out = np.array(json.loads(ort_run.stdout)["data"], dtype=np.float64)
 ours_out = np.load(os.path.join(work, "merged-run", "out.npy")).astype(np.float64).ravel()
@@ -136,6 +148,29 @@ ok = err <= 1e-5
 passed, failed = passed + ok, failed + (not ok)
 print(f"{'PASS' if ok else 'FAIL'} merged model in ONNX Runtime vs partita run: relative error {err:.1e}")
 trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(merged).graph.initializer}
+# Parameters versus buffers: every initializer that is no torch parameter is
+# frozen (a rotary table, a mask), no parameter is, and every frozen one comes
+# back bit-identical.
+with open(os.path.join(compiled, "plan.json")) as f:
+    classes = {c["name"]: c for c in json.load(f)["initializers"]}
+torch_params = {init_name for init_name, _, _ in match_initializers(fixture, initial)}
+for init in onnx.load(fixture).graph.initializer:
+    value = numpy_helper.to_array(init)
+    c = classes.get(init.name)
+    if c is None:  # cut into pieces (fused q/k/v) or folded away: its pieces are checked
+        continue
+    if value.dtype == np.float32 and value.size >= 2:
+        ok = c["trainable"] == (init.name in torch_params)
+        passed, failed = passed + ok, failed + (not ok)
+        if not ok:
+            print(f"FAIL initializer {init.name}: classified {'trainable' if c['trainable'] else 'frozen'} "
+                  f"({c['reason']}), torch {'trains it' if init.name in torch_params else 'keeps it a buffer'}")
+    if not c["trainable"]:
+        same = init.name in trained and trained[init.name].dtype == value.dtype and \
+            trained[init.name].tobytes() == value.tobytes()
+        passed, failed = passed + same, failed + (not same)
+        print(f"{'PASS' if same else 'FAIL'} frozen {init.name} ({c['reason']}): "
+              f"{'bit-identical after training' if same else 'changed by training'}")
 for init_name, pname, transposed in match_initializers(fixture, initial):
     if init_name not in trained:
         continue

@@ -1,0 +1,356 @@
+//===- ClassifyParameters.cpp - classify-parameters pass -----------------===//
+//
+// Marks every Weight node trainable (a parameter: gradient, communication,
+// optimizer state) or frozen (a buffer torch exported as an initializer),
+// with the reason: attributes `trainable` (0/1) and `role`. The rule follows
+// the math, not the names (torch.onnx calls folded buffers `onnx::Mul_438`):
+// each float weight is followed forward through the ops that only move,
+// reshape or look it up, or combine it with constants and integer inputs
+// (positions, masks), to the first op that meets an activation. That op says
+// what the weight is:
+//
+//   frozen     integer or bool dtype (position ids, token types, bool masks);
+//              BatchNormalization's running mean/variance;
+//              reaches Cos/Sin (rotary frequencies, inv_freq);
+//              multiplied elementwise into a value that reaches QKᵀ without a
+//              projection, and varies along two axes (rotary cos/sin table);
+//              added to (or Where-selected into) attention scores before
+//              Softmax, and every value is 0 or <= -1e4 (additive causal or
+//              padding mask, a masked_fill value); unused;
+//   trainable  a MatMul/Gemm/Linear/Conv operand (projection weight or bias),
+//              a normalization scale/bias, an embedding table (Gather data),
+//              added to activations (a bias, a learned position embedding such
+//              as ViT's), concatenated with them (a class token), any other use.
+//
+// One trainable use makes the weight trainable: a buffer is frozen only when
+// every use is one of the frozen kinds.
+//
+//   %c = Weight() {name = "onnx::Mul_438"} : f32[16,8]
+//   %r = Mul(%q, %c) ...  ; %q reaches MatMul(%q', %kT)
+//     →  %c = Weight() {name = "onnx::Mul_438", role = "rotary table ...", trainable = 0}
+//===----------------------------------------------------------------------===//
+#include "passes/ClassifyParameters.h"
+#include "passes/Passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+#include <cmath>
+
+namespace partita {
+
+namespace {
+
+/// Ops that only move, reshape or select a tensor's elements.
+const llvm::StringSet<> &movers() {
+  static const llvm::StringSet<> s{"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile",
+                                   "Slice",   "Cast",      "Identity", "Split",    "Neg",     "Gather"};
+  return s;
+}
+
+bool isProjection(const Node &n) {
+  return n.is("MatMul") || n.is("Gemm") || n.is("Linear", "partita") || n.is("Conv") || n.is("ConvTranspose") ||
+         n.is("Einsum");
+}
+
+bool isNorm(const Node &n) {
+  return n.is("LayerNormalization") || n.is("BatchNormalization") || n.is("InstanceNormalization") ||
+         n.is("GroupNormalization") || n.is("SimplifiedLayerNormalization") || n.is("RMSNormalization");
+}
+
+/// A Weight, possibly through movers (a projection's operand, not an activation).
+bool isWeightView(const Value *v) {
+  for (int depth = 0; v && depth < 8; ++depth) {
+    const Node *d = v->definingNode();
+    if (!d)
+      return false;
+    if (d->is("Weight"))
+      return true;
+    if (!movers().count(d->op()) || !d->domain().empty())
+      return false;
+    v = d->input(0);
+  }
+  return false;
+}
+
+/// Values computed from integer inputs and constants only (positions, a
+/// padding mask turned into -1e4s): combining a weight with them keeps it a
+/// table.
+class StaticValues {
+public:
+  bool operator()(const Value *v) {
+    if (!v || !isFloat(v->type().dtype))
+      return true;
+    auto it = memo_.find(v);
+    if (it != memo_.end())
+      return it->second;
+    const Node *d = v->definingNode();
+    bool result = false;
+    if (d && d->is("Constant"))
+      result = true;
+    else if (d && !d->is("Weight")) {
+      memo_[v] = false; // (no cycles in a graph; this only guards the recursion)
+      result = true;
+      for (const Value *in : d->inputs())
+        result = result && (*this)(in);
+    }
+    memo_[v] = result;
+    return result;
+  }
+
+private:
+  llvm::DenseMap<const Value *, bool> memo_;
+};
+
+/// Whether `v` flows into a Softmax through elementwise and view ops only:
+/// it is (part of) attention scores.
+bool reachesSoftmax(const Value *v) {
+  static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Where", "Max", "Min", "Reshape", "Transpose",
+                                         "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity", "Slice"};
+  std::vector<const Value *> work{v};
+  llvm::DenseSet<const Value *> seen;
+  while (!work.empty() && seen.size() < 64) {
+    const Value *x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second)
+      continue;
+    for (const Node *u : x->users()) {
+      if (u->is("Softmax") || u->is("LogSoftmax"))
+        return true;
+      if (u->domain().empty() && through.count(u->op()))
+        for (const Value *o : u->outputs())
+          work.push_back(o);
+    }
+  }
+  return false;
+}
+
+/// Whether `v` flows through elementwise, view and rotate-half ops into a
+/// MatMul of two activations (QKᵀ): it is a query or key.
+bool reachesScores(const Value *v) {
+  static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Neg", "Concat", "Slice", "Split", "Reshape",
+                                         "Transpose", "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity"};
+  std::vector<const Value *> work{v};
+  llvm::DenseSet<const Value *> seen;
+  while (!work.empty() && seen.size() < 64) {
+    const Value *x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second)
+      continue;
+    for (const Node *u : x->users()) {
+      if ((u->is("MatMul") || u->is("Einsum")) && u->numInputs() == 2 && !isWeightView(u->input(0)) &&
+          !isWeightView(u->input(1)))
+        return true;
+      if (u->domain().empty() && through.count(u->op()))
+        for (const Value *o : u->outputs())
+          work.push_back(o);
+    }
+  }
+  return false;
+}
+
+/// A mask's values: 0 where attention is allowed, a large negative number
+/// (or -inf) where it is not. A weight without readable data (IR text) is
+/// judged by its place alone.
+bool maskValued(const Graph &g, const Node &weight) {
+  std::string name = weight.stringAttr("name", "");
+  const WeightRef *ref = g.weights.find(name);
+  if (!ref || !ref->hasData())
+    return true;
+  if (weight.output()->type().numel() > (int64_t(1) << 24))
+    return false;
+  auto t = g.weights.load(name);
+  if (!t) {
+    llvm::consumeError(t.takeError());
+    return false;
+  }
+  for (int64_t i = 0, n = t->numel(); i < n; ++i) {
+    double x = t->at(i);
+    if (x != 0 && !(x <= -1e4))
+      return false;
+  }
+  return true;
+}
+
+/// Dimensions of extent > 1: a rotary table varies along positions and the
+/// head dimension; a norm scale only along features.
+int varyingDims(const TensorType &t) {
+  int n = 0;
+  for (int64_t d : t.shape)
+    n += d > 1;
+  return n;
+}
+
+struct Verdict {
+  bool trainable;
+  std::string reason;
+};
+
+class Classifier {
+public:
+  explicit Classifier(const Graph &g) : g_(g) {}
+
+  Verdict classify(const Node &weight) {
+    const Value *w = weight.output();
+    if (!isFloat(w->type().dtype))
+      return {false, "integer or bool dtype (" + dtypeName(w->type().dtype).str() + "): no gradient"};
+    // Forward from the weight through ops that keep it a table; `lookedUp`:
+    // through a Gather of it (an embedding, or a rotary table by position).
+    std::vector<std::pair<const Value *, bool>> work{{w, false}};
+    llvm::DenseSet<const Value *> carried{w};
+    std::string frozen;
+    auto carry = [&](const Node &n, bool lookedUp) {
+      for (const Value *o : n.outputs())
+        if (isFloat(o->type().dtype) && carried.insert(o).second)
+          work.push_back({o, lookedUp});
+    };
+    while (!work.empty()) {
+      auto [v, lookedUp] = work.back();
+      work.pop_back();
+      auto learned = [&, lookedUp = lookedUp](std::string why) {
+        return Verdict{true, lookedUp ? "embedding table (Gather data)" : why};
+      };
+      if (g_.isGraphOutput(v))
+        return learned("reaches a graph output");
+      for (const Node *n : v->users()) {
+        // The other float operands: are they activations?
+        bool activation = false;
+        for (const Value *in : n->inputs())
+          if (in && in != v && !carried.count(in) && !static_(in))
+            activation = true;
+        std::string op = n->qualifiedOp();
+        if (n->is("BatchNormalization") && (n->input(3) == v || n->input(4) == v)) {
+          frozen = "running statistics of BatchNormalization";
+          continue;
+        }
+        if (n->is("Cos") || n->is("Sin")) {
+          frozen = "rotary frequencies (reach " + op + ")";
+          continue;
+        }
+        if (isProjection(*n)) {
+          if (!activation) {
+            carry(*n, lookedUp);
+            continue;
+          }
+          bool bias = (n->is("Linear", "partita") || n->is("Gemm") || n->is("Conv")) && n->input(2) == v;
+          return learned(bias ? "projection bias (" + op + ")" : "projection weight (" + op + ")");
+        }
+        if (isNorm(*n))
+          return learned(n->input(0) == v ? "normalized as data (" + op + ")" : "normalization scale/bias (" + op + ")");
+        if (n->is("Gather") && n->input(0) == v) {
+          carry(*n, lookedUp || !constantValue(n->input(1)));
+          continue;
+        }
+        if (!activation) { // combined with constants, integer inputs or itself
+          carry(*n, lookedUp);
+          continue;
+        }
+        if (n->is("Add") || n->is("Sub") || (n->is("Where") && n->input(0) != v)) {
+          if (reachesSoftmax(n->output()) && maskValued(g_, weight)) {
+            frozen = "additive attention mask (" + op + " into the scores before Softmax)";
+            continue;
+          }
+          return learned("added to activations (" + op + ": bias or learned embedding)");
+        }
+        if (n->is("Mul") || n->is("Div")) {
+          if (varyingDims(w->type()) >= 2 && reachesScores(n->output())) {
+            frozen = "rotary table (" + op + " with the queries/keys)";
+            continue;
+          }
+          return learned("elementwise scale (" + op + ")");
+        }
+        if (n->is("Concat"))
+          return learned("concatenated with activations (a learned token)");
+        return learned("used by " + op);
+      }
+    }
+    if (frozen.empty())
+      return {false, "unused (reaches no output)"};
+    return {false, frozen};
+  }
+
+private:
+  const Graph &g_;
+  StaticValues static_;
+};
+
+class ClassifyParameters : public Pass {
+public:
+  llvm::StringRef name() const override { return "classify-parameters"; }
+
+  llvm::Error run(Graph &g) override {
+    Classifier c(g);
+    for (Node *n : g.nodes()) {
+      if (!n->is("Weight"))
+        continue;
+      Verdict v = c.classify(*n);
+      n->setAttr("trainable", Attribute::ofInt(v.trainable ? 1 : 0));
+      n->setAttr("role", Attribute::ofString(v.reason));
+    }
+    return llvm::Error::success();
+  }
+};
+
+} // namespace
+
+bool isTrainableWeight(const Node &weight) {
+  return weight.is("Weight") && isFloat(weight.output()->type().dtype) && weight.intAttr("trainable", 1) != 0;
+}
+
+llvm::Error applyParameterOverrides(Graph &g, const std::vector<std::string> &freeze,
+                                    const std::vector<std::string> &trainable) {
+  for (bool makeTrainable : {false, true}) {
+    for (const std::string &pattern : makeTrainable ? trainable : freeze) {
+      const char *flag = makeTrainable ? "--trainable" : "--freeze";
+      auto glob = llvm::GlobPattern::create(pattern);
+      if (!glob)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s '%s': %s", flag, pattern.c_str(),
+                                       llvm::toString(glob.takeError()).c_str());
+      bool matched = false;
+      for (Node *n : g.nodes()) {
+        if (!n->is("Weight") || !glob->match(n->stringAttr("name", "")))
+          continue;
+        matched = true;
+        if (makeTrainable && !isFloat(n->output()->type().dtype))
+          continue; // an integer table has no gradient
+        n->setAttr("trainable", Attribute::ofInt(makeTrainable ? 1 : 0));
+        n->setAttr("role", Attribute::ofString(std::string(flag) + " " + pattern));
+      }
+      if (!matched)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "%s '%s' matches no initializer (a glob over the whole name)", flag,
+                                       pattern.c_str());
+    }
+  }
+  return llvm::Error::success();
+}
+
+std::vector<ParameterClass> parameterClasses(const Graph &g) {
+  std::vector<ParameterClass> out;
+  llvm::StringSet<> seen;
+  for (const Node *n : g.nodes()) {
+    if (!n->is("Weight"))
+      continue;
+    std::string name = n->stringAttr("name", "");
+    if (!seen.insert(name).second)
+      continue;
+    out.push_back({name, isTrainableWeight(*n), n->stringAttr("role", isFloat(n->output()->type().dtype)
+                                                                           ? "unclassified"
+                                                                           : "integer or bool dtype")});
+  }
+  return out;
+}
+
+PassInfo classifyParametersPass() {
+  return {"classify-parameters", "Mark each weight trainable (a parameter) or frozen (a buffer), with the reason",
+          "Follows every float weight through the ops that keep it a table (views, lookups, combinations with "
+          "constants and integer inputs) to the op that meets an activation: projection operands, norm scales, "
+          "embedding tables, biases and learned embeddings added to activations, concatenated tokens are "
+          "trainable; integer weights, BatchNorm running statistics, rotary frequencies (Cos/Sin) and tables "
+          "(multiplied into q/k), additive attention masks (0 / <= -1e4, added to the scores before Softmax) are "
+          "frozen. Sets attributes trainable = 0|1 and role = the reason; autodiff differentiates trainable "
+          "weights only.",
+          "", [] { return std::make_unique<ClassifyParameters>(); }};
+}
+
+} // namespace partita
