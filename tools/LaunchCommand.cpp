@@ -380,26 +380,40 @@ static void startStatus(int rank) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+static int workerRank = 0;
+
+/// One write(2) of the whole line: the lines of two failing ranks do not
+/// interleave in mpirun's output.
+static void reportRankError(llvm::StringRef message) {
+  std::string line = "partita: rank " + std::to_string(workerRank) + ": error: " + message.str();
+  if (line.back() != '\n')
+    line += '\n';
+  for (size_t done = 0; done < line.size();) {
+    ssize_t n = ::write(2, line.data() + done, line.size() - done);
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  recordStatus("end error\n");
+  ended = 1;
+}
+
 int workerMain() {
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  workerRank = rank;
   startStatus(rank);
+  // A blocking collective stuck past the deadline is ended from the watchdog's
+  // thread, where MPI_Abort may not be called: exiting non-zero makes mpirun
+  // stop the job.
+  rt::MpiCommunicator::setTimeoutHandler([](const char *message) {
+    reportRankError(message);
+    _exit(1);
+  });
   omp_set_num_threads(std::max(1, threads.getValue()));
   if (auto err = runRank(rank)) {
-    // One write(2) of the whole line: the lines of two failing ranks do not
-    // interleave in mpirun's output.
-    std::string line = "partita: rank " + std::to_string(rank) + ": error: " + llvm::toString(std::move(err));
-    if (line.back() != '\n')
-      line += '\n';
-    for (size_t done = 0; done < line.size();) {
-      ssize_t n = ::write(2, line.data() + done, line.size() - done);
-      if (n <= 0)
-        break;
-      done += static_cast<size_t>(n);
-    }
-    recordStatus("end error\n");
-    ended = 1;
+    reportRankError(llvm::toString(std::move(err)));
     MPI_Abort(MPI_COMM_WORLD, 1);
     return 1;
   }

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/DType.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
@@ -71,6 +72,10 @@ public:
   /// `name` (a mesh axis) is what watchdog messages call it.
   llvm::Expected<std::unique_ptr<MpiCommunicator>> split(int color, int key, llvm::StringRef name = "") const;
   ~MpiCommunicator() override;
+  /// A blocking collective that every member entered but that outlasts the
+  /// deadline is ended from a watchdog thread: `handler` gets the message and
+  /// must end the process (without it: the message on stderr, then _exit(1)).
+  static void setTimeoutHandler(void (*handler)(const char *message));
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -91,6 +96,8 @@ private:
   MpiCommunicator(void *comm, bool owned, std::shared_ptr<Watchdog> watchdog, llvm::StringRef name);
   /// Waits for `request` (an MPI_Request) under the watchdog.
   llvm::Error finish(void *request, int op, int64_t seq, int peer = -1, int tag = 0);
+  /// A blocking collective: waits for every member to arrive, then `call`.
+  llvm::Error collective(int op, const char *what, llvm::function_ref<int()> call);
   void *comm_; // MPI_Comm, kept opaque so mpi.h stays out of the interface
   bool owned_;
   int rank_ = 0, size_ = 1;

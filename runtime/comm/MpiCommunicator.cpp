@@ -1,7 +1,8 @@
 //===- MpiCommunicator.cpp ------------------------------------------------===//
 //
-// Every operation is started non-blocking and finished by Watchdog::wait,
-// which polls it with a deadline instead of spinning in a blocking MPI call.
+// A collective waits (sleeping, with a deadline) until every member has
+// arrived, then makes the blocking MPI call; point-to-point operations and
+// started all-reduces are polled by Watchdog::wait. See Watchdog.h.
 //===----------------------------------------------------------------------===//
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/Watchdog.h"
@@ -90,54 +91,54 @@ llvm::Error MpiCommunicator::finish(void *request, int op, int64_t seq, int peer
   return watchdog_->wait(*static_cast<MPI_Request *>(request), w);
 }
 
+llvm::Error MpiCommunicator::collective(int op, const char *what, llvm::function_ref<int()> call) {
+  WaitFor w{static_cast<CommOp>(op), group_, watchdog_->arrive(group_), worldRanks_};
+  if (auto err = watchdog_->awaitArrivals(w))
+    return err;
+  watchdog_->beginBlocking(w);
+  int rc = call();
+  watchdog_->endBlocking();
+  return check(rc, what);
+}
+
+void MpiCommunicator::setTimeoutHandler(void (*handler)(const char *message)) {
+  Watchdog::setTimeoutHandler(handler);
+}
+
 llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, ReduceOp op) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  int64_t seq = watchdog_->arrive(group_);
-  MPI_Request req;
-  if (auto err = check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t,
-                                      op == ReduceOp::Max ? MPI_MAX : MPI_SUM, asComm(comm_), &req),
-                       "MPI_Iallreduce"))
-    return err;
-  return finish(&req, static_cast<int>(CommOp::AllReduce), seq);
+  return collective(static_cast<int>(CommOp::AllReduce), "MPI_Allreduce", [&] {
+    return MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
+                         asComm(comm_));
+  });
 }
 
 llvm::Error MpiCommunicator::allGather(const void *send, void *recv, size_t count, DType dtype) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  int64_t seq = watchdog_->arrive(group_);
-  MPI_Request req;
-  if (auto err = check(MPI_Iallgather(send, static_cast<int>(count), *t, recv, static_cast<int>(count), *t,
-                                      asComm(comm_), &req),
-                       "MPI_Iallgather"))
-    return err;
-  return finish(&req, static_cast<int>(CommOp::AllGather), seq);
+  return collective(static_cast<int>(CommOp::AllGather), "MPI_Allgather", [&] {
+    return MPI_Allgather(send, static_cast<int>(count), *t, recv, static_cast<int>(count), *t, asComm(comm_));
+  });
 }
 
 llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t count, DType dtype) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  int64_t seq = watchdog_->arrive(group_);
-  MPI_Request req;
-  if (auto err = check(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_),
-                                                 &req),
-                       "MPI_Ireduce_scatter_block"))
-    return err;
-  return finish(&req, static_cast<int>(CommOp::ReduceScatter), seq);
+  return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
+    return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_));
+  });
 }
 
 llvm::Error MpiCommunicator::broadcast(void *buf, size_t count, DType dtype, int root) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  int64_t seq = watchdog_->arrive(group_);
-  MPI_Request req;
-  if (auto err = check(MPI_Ibcast(buf, static_cast<int>(count), *t, root, asComm(comm_), &req), "MPI_Ibcast"))
-    return err;
-  return finish(&req, static_cast<int>(CommOp::Broadcast), seq);
+  return collective(static_cast<int>(CommOp::Broadcast), "MPI_Bcast",
+                    [&] { return MPI_Bcast(buf, static_cast<int>(count), *t, root, asComm(comm_)); });
 }
 
 llvm::Error MpiCommunicator::send(const void *buf, size_t count, DType dtype, int peer, int tag) {
@@ -163,11 +164,7 @@ llvm::Error MpiCommunicator::recv(void *buf, size_t count, DType dtype, int peer
 }
 
 llvm::Error MpiCommunicator::barrier() {
-  int64_t seq = watchdog_->arrive(group_);
-  MPI_Request req;
-  if (auto err = check(MPI_Ibarrier(asComm(comm_), &req), "MPI_Ibarrier"))
-    return err;
-  return finish(&req, static_cast<int>(CommOp::Barrier), seq);
+  return collective(static_cast<int>(CommOp::Barrier), "MPI_Barrier", [&] { return MPI_Barrier(asComm(comm_)); });
 }
 
 llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DType dtype) {
