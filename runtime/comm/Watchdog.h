@@ -459,9 +459,10 @@ private:
     if (int64_t seq = s->waitSeq.load(std::memory_order_relaxed))
       what += " #" + std::to_string(seq);
     what += " of group " + groupName(s->waitGroup.load(std::memory_order_relaxed));
-    if (s->inMpi.load(std::memory_order_acquire))
+    if (s->inMpi.load(std::memory_order_acquire)) // its backstop thread beats while it is inside MPI
       return "it has been inside the MPI call of " + what + " for " +
-             seconds(now - s->waitSince.load(std::memory_order_relaxed));
+             seconds(now - s->waitSince.load(std::memory_order_relaxed)) +
+             (quiet > kSilentNs ? ", silent for " + seconds(quiet) + ": stopped?" : ", alive: waiting in turn");
     if (quiet > kActiveNs * 20)
       return "it entered " + what + " but has not polled for " + seconds(quiet) + ": stopped?";
     return "it has been waiting in " + what + " for " + seconds(now - s->waitSince.load(std::memory_order_relaxed));
