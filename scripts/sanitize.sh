@@ -13,10 +13,15 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX
 cmake --build build-asan -j "$(nproc)" --target partita partita-opt partita-unittests
 echo "sanitize: build $((SECONDS - start)) s"
 
-# Reports go to files as well as failing the process: a lit test's `not cmd` would
-# otherwise accept a sanitizer abort as the failure it expects.
+# A sanitizer report fails its process, but a lit test's `not cmd` (or `not partita launch`
+# over a rank) would accept that as the failure it expects. So ASan/LSan reports also go to
+# files, and every lit test's output (LIT_OPTS -o: a JSON report) is searched for UBSan's,
+# which GCC's runtime prints to stderr whatever log_path says.
 reports="$root/build-asan/sanitizer-reports"
 rm -rf "$reports" && mkdir -p "$reports"
+litResults="$root/build-asan/lit-results.json"
+rm -f "$litResults"
+export LIT_OPTS="-o $litResults"
 # Open MPI's plugins must stay mapped for their leaks to match lsan.supp: a preloaded
 # no-op dlclose (test/sanitizers/no_dlclose.c). Preloaded, it precedes the ASan runtime in
 # the library list, which ASan refuses unless verify_asan_link_order=0.
@@ -31,6 +36,15 @@ status=0
 if compgen -G "$reports/*" >/dev/null; then
   echo "sanitize: sanitizer reports:"
   for f in "$reports"/*; do echo "== $f"; cat "$f"; done
+  status=1
+fi
+if [ -f "$litResults" ] && grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer' "$litResults"; then
+  echo "sanitize: sanitizer reports in the output of these lit tests:"
+  /usr/bin/python3 -c 'import json, re, sys
+for t in json.load(open(sys.argv[1]))["tests"]:
+    hits = re.findall(r".*(?:runtime error:|ERROR: (?:Address|Leak)Sanitizer).*", t.get("output", ""))
+    if hits:
+        print("  " + t["name"] + ": " + hits[0].strip())' "$litResults"
   status=1
 fi
 echo "sanitize: build and tests $((SECONDS - start)) s"
