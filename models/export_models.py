@@ -135,6 +135,19 @@ class BertLike(nn.Module):
         return x
 
 
+class BertPooler(BertLike):
+    """BertLike returning Hugging Face's pooler_output (Linear + tanh on the first
+    token): a projection outside any attention or MLP block."""
+
+    def __init__(self):
+        super().__init__()
+        self.pooler = nn.Linear(D, D)
+
+    def forward(self, ids, attention_mask):
+        x = super().forward(ids, attention_mask)
+        return torch.tanh(self.pooler(x[:, 0]))
+
+
 class TorchEncoder(nn.Module):
     """nn.TransformerEncoder over embedded tokens."""
 
@@ -299,10 +312,10 @@ class Seq2Seq(nn.Module):
 
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
-                       "vit": 6, "seq2seq": 7, "hf_llama": 8}[kind])
+                       "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
              "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq,
-             "hf_llama": HFLlama}[kind]()
+             "hf_llama": HFLlama, "bert_pooler": BertPooler}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():
@@ -319,7 +332,7 @@ def inputs_for(kind, batch, gen):
         return {"src": torch.randint(0, VOCAB, (batch, SEQ), generator=gen),
                 "tgt": torch.randint(0, VOCAB, (batch, SEQ // 2), generator=gen)}
     ids = torch.randint(0, VOCAB, (batch, SEQ), generator=gen)
-    if kind == "bert":
+    if kind in ("bert", "bert_pooler"):
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
         mask[0, SEQ - 5:] = 0  # padding on the first sequence
         return {"ids": ids, "attention_mask": mask}
@@ -373,6 +386,18 @@ def export_static(kind, path, opset=17):
     return {n: v.numpy() for n, v in ins.items()}
 
 
+def export_fixture(kind, out_dir):
+    """Writes `kind`.onnx (export_static) with its batch-2 inputs and PyTorch's
+    output as the fixtures are laid out (KIND.b2.in.NAME.npy, KIND.b2.ref.out.npy)."""
+    path = os.path.join(out_dir, kind + ".onnx")
+    ins = export_static(kind, path)
+    for n, v in ins.items():
+        np.save(os.path.join(out_dir, f"{kind}.b2.in.{n}.npy"), v)
+    with torch.no_grad():
+        out = make(kind)(*[torch.from_numpy(v) for v in ins.values()]).numpy()
+    np.save(os.path.join(out_dir, f"{kind}.b2.ref.out.npy"), out)
+
+
 def export(kind, opset, dynamic, manifest):
     name = f"{kind}_op{opset}_{'dynamic' if dynamic else 'static'}"
     model = make(kind)
@@ -406,6 +431,9 @@ def export(kind, opset, dynamic, manifest):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--fixture":  # export_models.py --fixture KIND DIR
+        export_fixture(sys.argv[2], sys.argv[3])
+        return
     os.makedirs(OUT, exist_ok=True)
     manifest = []
     for kind in ["gpt_fused_tied", "gpt_separate_untied", "bert", "encoder", "llama", "vit", "seq2seq"]:

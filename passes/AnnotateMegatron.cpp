@@ -213,8 +213,15 @@ public:
                                                                              : "no projection pair splits its heads";
         blockProblems.push_back("attention block at " + n->describe() + " could not be sharded: " + why);
       }
-      if (projectionWeight(n) && !assigned.count(n))
+      if (projectionWeight(n) && !assigned.count(n)) {
+        if (isLoneProjection(n)) { // Megatron replicates a pooler or a classifier's hidden layer
+          g.coverage.push_back("lone projection " + n->describe() +
+                               ": replicated (outside any attention or MLP block: no Softmax and no other "
+                               "projection before or after it)");
+          continue;
+        }
         problems.push_back("projection " + n->describe() + " could not be sharded: " + unpairedWhy(n, rowWhy));
+      }
     }
     problems.insert(problems.begin(), blockProblems.begin(), blockProblems.end());
     for (const auto &p : problems)
@@ -290,6 +297,51 @@ private:
   }
 
   /// The first projection reached from `n` through its users.
+  /// A projection outside every attention and MLP block (BERT's pooler): it
+  /// reads no Softmax and no other projection (back to the last norm or
+  /// residual sum), and what it computes reaches no Softmax, no MatMul of two
+  /// activations and no other projection, so it pairs with nothing and
+  /// replicating it costs one small matmul per rank.
+  static bool isLoneProjection(const Node *n) {
+    // Upstream, back to the block boundary (a norm or a residual sum): an
+    // attention output projection reads a Softmax, an MLP's second one the
+    // first projection.
+    std::vector<const Value *> back = {n->input(0)};
+    llvm::DenseSet<const Value *> visited;
+    for (size_t i = 0; i < back.size(); ++i) {
+      if (i >= 256)
+        return false;
+      const Node *d = back[i]->definingNode();
+      if (!d || !visited.insert(back[i]).second || d->is("Weight") || d->is("Constant"))
+        continue;
+      if (d->is("Softmax") || d->is("LogSoftmax") || projectionWeight(d))
+        return false;
+      bool residual = d->is("Add") && d->numInputs() == 2 && !constantValue(d->input(0)) &&
+                      !constantValue(d->input(1));
+      if (d->op().find("Norm") != std::string::npos || residual)
+        continue;
+      for (const Value *in : d->inputs())
+        if (in && isFloat(in->type().dtype))
+          back.push_back(in);
+    }
+    std::vector<const Node *> queue = {n};
+    llvm::DenseSet<const Node *> seen = {n};
+    for (size_t i = 0; i < queue.size(); ++i) {
+      if (i >= 256)
+        return false;
+      for (const Value *out : queue[i]->outputs())
+        for (const Node *u : out->users()) {
+          if (u->is("Softmax") || u->is("LogSoftmax") || (u->is("MatMul") && !projectionWeight(u)))
+            return false; // attention: scores, or probabilities times values
+          if (projectionWeight(u)) // an MLP (or a head it could pair with)
+            return false;
+          if (seen.insert(u).second)
+            queue.push_back(u);
+        }
+    }
+    return true;
+  }
+
   static const Node *downstreamProjection(const Node *n) {
     std::vector<const Node *> queue = {n};
     llvm::DenseSet<const Node *> seen = {n};
