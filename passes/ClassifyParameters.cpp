@@ -10,7 +10,6 @@
 // what the weight is:
 //
 //   frozen     integer or bool dtype (position ids, token types, bool masks);
-//              BatchNormalization's running mean/variance;
 //              reaches Cos/Sin (rotary frequencies, inv_freq);
 //              multiplied elementwise into a value that reaches QKᵀ without a
 //              projection, and varies along two axes (rotary cos/sin table);
@@ -54,8 +53,8 @@ bool isProjection(const Node &n) {
 }
 
 bool isNorm(const Node &n) {
-  return n.is("LayerNormalization") || n.is("BatchNormalization") || n.is("InstanceNormalization") ||
-         n.is("GroupNormalization") || n.is("SimplifiedLayerNormalization") || n.is("RMSNormalization");
+  return n.is("LayerNormalization") || n.is("InstanceNormalization") || n.is("GroupNormalization") ||
+         n.is("SimplifiedLayerNormalization") || n.is("RMSNormalization");
 }
 
 /// A Weight, possibly through movers (a projection's operand, not an activation).
@@ -219,10 +218,6 @@ public:
           if (in && in != v && !carried.count(in) && !static_(in))
             activation = true;
         std::string op = n->qualifiedOp();
-        if (n->is("BatchNormalization") && (n->input(3) == v || n->input(4) == v)) {
-          frozen = "running statistics of BatchNormalization";
-          continue;
-        }
         if (n->is("Cos") || n->is("Sin")) {
           frozen = "rotary frequencies (reach " + op + ")";
           continue;
@@ -346,7 +341,7 @@ PassInfo classifyParametersPass() {
           "Follows every float weight through the ops that keep it a table (views, lookups, combinations with "
           "constants and integer inputs) to the op that meets an activation: projection operands, norm scales, "
           "embedding tables, biases and learned embeddings added to activations, concatenated tokens are "
-          "trainable; integer weights, BatchNorm running statistics, rotary frequencies (Cos/Sin) and tables "
+          "trainable; integer weights, rotary frequencies (Cos/Sin) and tables "
           "(multiplied into q/k), additive attention masks (0 / <= -1e4, added to the scores before Softmax) are "
           "frozen. Sets attributes trainable = 0|1 and role = the reason; autodiff differentiates trainable "
           "weights only.",

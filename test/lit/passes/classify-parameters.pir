@@ -50,3 +50,17 @@ graph @vit(%x: f32[2,4,8], %t: i64[4,1]) opset 17 {
   %cosv = Cos(%ang) : f32[4,8]
   return %y, %cosv
 }
+
+// -----
+// GPT-2 as Hugging Face writes it: a bool causal mask buffer selects between
+// the scores and the masked_bias fill value (both frozen).
+// CHECK-LABEL: graph @buffers
+// CHECK: %causal = Weight() {name = "h.0.attn.bias", role = "integer or bool dtype (bool): no gradient", trainable = 0}
+// CHECK: %fill = Weight() {name = "h.0.attn.masked_bias", role = "additive attention mask (Where into the scores before Softmax)", trainable = 0}
+graph @buffers(%s: f32[2,4,4]) opset 17 {
+  %causal = Weight() {name = "h.0.attn.bias"} : bool[4,4]
+  %fill = Weight() {name = "h.0.attn.masked_bias"} : f32[]
+  %m = Where(%causal, %s, %fill) : f32[2,4,4]
+  %p = Softmax(%m) {axis = -1} : f32[2,4,4]
+  return %p
+}
