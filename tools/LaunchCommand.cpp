@@ -11,6 +11,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/executor/Program.h"
 #include "tools/Commands.h"
+#include "tools/OutputDir.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
 #include "tools/TokenFile.h"
@@ -97,6 +98,9 @@ static cl::opt<std::string> idsInput("ids-input",
                                      cl::desc("The input that takes the token ids (default: the one integer "
                                               "[batch, seq] input besides labels, attention_mask, position_ids)"),
                                      cl::init(""), BOTH);
+// The staging folder the launcher made for the outputs (tools/OutputDir.h).
+static cl::opt<std::string> stagingDir("staging-dir", cl::desc("(internal) where the ranks write"), cl::Hidden,
+                                       cl::init(""), cl::sub(workerCmd));
 #undef BOTH
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
@@ -118,8 +122,91 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
     onnx::ModelProto m;
     if (!m.ParseFromArray((*buf)->getBufferStart(), static_cast<int>((*buf)->getBufferSize())))
       return fail("rank " + llvm::Twine(r.rank) + ": corrupt program " + path + " (not a valid ONNX model)");
+    for (const std::string &program : {r.forward, r.step})
+      if (!program.empty())
+        if (auto err = checkProgramHash(r, dir, program))
+          return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(err)));
   }
   return plan;
+}
+
+/// Token ids given with --input lie inside the table they index (a
+/// vocab-parallel lookup masks ids outside its block, so without this an id
+/// outside the vocabulary would give a result instead of an error).
+static llvm::Error checkTokenInputs(const Plan &plan, const llvm::StringMap<Tensor> &tensors) {
+  for (const auto &[name, rows] : plan.indexRanges) {
+    auto it = tensors.find(name);
+    if (it == tensors.end() || isFloat(it->second.dtype()))
+      continue;
+    const Tensor &t = it->second;
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+      int64_t id = t.intAt(i);
+      if (id < 0 || id >= rows)
+        return fail("--input " + name + ": id " + llvm::Twine(id) + " at flat index " + llvm::Twine(i) +
+                    " is outside [0, " + llvm::Twine(rows) + "), the rows of the embedding table it indexes");
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// The flags of a launch, checked before any rank starts; each error names
+/// its flag.
+static llvm::Error checkFlags(bool trainPlan) {
+  if (threads < 0)
+    return fail("--threads " + llvm::Twine(threads) + ": must be >= 0 (0: cores / ranks)");
+  if (repeat < 1)
+    return fail("--repeat " + llvm::Twine(repeat) + ": must be >= 1");
+  if (!trainPlan) {
+    if (steps.getNumOccurrences())
+      return fail("--steps needs a plan compiled with --train");
+    return llvm::Error::success();
+  }
+  if (!steps.getNumOccurrences())
+    return fail("the plan was compiled with --train: give --steps S (>= 1), --data FILE, --batch B and --seq T");
+  auto atLeastOne = [](const char *flag, int v) -> llvm::Error {
+    if (v < 1)
+      return fail(llvm::Twine(flag) + " " + llvm::Twine(v) + ": must be >= 1");
+    return llvm::Error::success();
+  };
+  auto finiteAtLeast = [](const char *flag, double v, double lo, bool open) -> llvm::Error {
+    if (!std::isfinite(v) || v < lo || (open && v == lo))
+      return fail(llvm::Twine(flag) + " " + formatNumber(v) + ": must be a finite number " + (open ? "> " : ">= ") +
+                  formatNumber(lo));
+    return llvm::Error::success();
+  };
+  if (auto err = atLeastOne("--steps", steps))
+    return err;
+  if (data.empty())
+    return fail("training needs --data FILE (token ids)");
+  if (!batch.getNumOccurrences() || !seq.getNumOccurrences())
+    return fail("training needs --batch B and --seq T (the shapes the plan was compiled for)");
+  if (auto err = atLeastOne("--batch", batch))
+    return err;
+  if (auto err = atLeastOne("--seq", seq))
+    return err;
+  if (auto err = atLeastOne("--micro-batches", microBatches))
+    return err;
+  if (auto err = finiteAtLeast("--lr", lr, 0, false))
+    return err;
+  if (auto err = finiteAtLeast("--clip-grad-norm", clipNorm, 0, false))
+    return err;
+  if (auto err = finiteAtLeast("--bucket-mb", bucketMb, 0, true))
+    return err;
+  if (warmup < 0)
+    return fail("--warmup-steps " + llvm::Twine(warmup.getValue()) + ": must be >= 0");
+  if (!(minLrRatio >= 0 && minLrRatio <= 1))
+    return fail("--min-lr-ratio " + formatNumber(minLrRatio) + ": must be in [0, 1]");
+  if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
+    return fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine");
+  return llvm::Error::success();
+}
+
+/// What the launch reads: an output folder must not be or hold any of it.
+static std::vector<std::string> launchInputs() {
+  std::vector<std::string> in{planDir.getValue(), data.getValue()};
+  for (const std::string &spec : inputs)
+    in.push_back(llvm::StringRef(spec).split('=').second.str());
+  return in;
 }
 
 /// A worker's status file, <rank-status-dir>/rank<k>: "pid P" when it starts,
@@ -200,16 +287,16 @@ int launchMain(int argc, char **argv) {
   auto plan = checkArtifacts(planDir, worldSize);
   if (!plan)
     return reportError(tool, plan.takeError());
+  bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
+  if (auto err = checkFlags(trainPlan))
+    return reportError(tool, std::move(err));
   if (auto tensors = readInputFiles(inputs); !tensors)
     return reportError(tool, tensors.takeError());
-  if (steps > 0) {
-    bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
-    if (!trainPlan)
-      return reportError(tool, fail("--steps needs a plan compiled with --train"));
-    if (data.empty() || batch < 1 || seq < 1)
-      return reportError(tool, fail("training needs --data FILE, --batch B and --seq T"));
-    if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
-      return reportError(tool, fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine"));
+  else if (auto err = checkTokenInputs(*plan, *tensors))
+    return reportError(tool, std::move(err));
+  if (auto err = checkOutputDir(outDir, "launch", "--output-dir", launchInputs()))
+    return reportError(tool, std::move(err));
+  if (trainPlan) {
     if (auto roles = trainingInputRoles(plan->inputs, idsInput, batch, seq); !roles)
       return reportError(tool, roles.takeError());
     auto tokens = TokenFile::open(data, dataDtype);
@@ -242,6 +329,17 @@ int launchMain(int argc, char **argv) {
     if (a.startswith("-n=") || a.startswith("--n="))
       continue;
     args.push_back(a.str());
+  }
+  // Outside mpirun the launcher stages the output folder for its workers and
+  // puts it in place when every rank succeeded (under an outside mpirun each
+  // rank runs a launcher: rank 0's worker stages it instead, see runRank).
+  std::optional<StagedOutput> staged;
+  if (!underMpi) {
+    auto s = StagedOutput::begin(outDir, "launch", "--output-dir", launchInputs());
+    if (!s)
+      return reportError(tool, s.takeError());
+    staged.emplace(std::move(*s));
+    args.push_back("--staging-dir=" + staged->path());
   }
   // Workers write through mpirun, which gives them a terminal even when the
   // user's output is a pipe: the launcher decides.
@@ -278,8 +376,13 @@ int launchMain(int argc, char **argv) {
     llvm::sys::fs::remove_directories(statusDir);
   if (rc != 0)
     return reportError(tool, fail(failure));
+  if (staged)
+    if (auto err = staged->commit())
+      return reportError(tool, std::move(err));
   return 0;
 }
+
+static llvm::Error runProgram(int rank, const Plan &plan, const std::string &writeDir);
 
 /// Runs this process's rank; any error aborts every rank.
 static llvm::Error runRank(int rank) {
@@ -291,6 +394,43 @@ static llvm::Error runRank(int rank) {
     return fail("started with " + llvm::Twine(world->size()) + " ranks, the plan needs " +
                 llvm::Twine(plan->worldSize()));
   const RankPlan &me = plan->ranks[rank];
+  for (const std::string &program : {me.forward, me.step}) // under an outside mpirun nobody checked them yet
+    if (!program.empty())
+      if (auto err = checkProgramHash(me, planDir, program))
+        return err;
+  // Where this rank writes: the launcher's staging folder, or (under an
+  // outside mpirun, one launcher per rank) one rank 0 stages for everyone.
+  std::optional<StagedOutput> staged;
+  std::string writeDir = stagingDir;
+  if (writeDir.empty()) {
+    if (rank == 0) {
+      auto s = StagedOutput::begin(outDir, "launch", "--output-dir", launchInputs());
+      if (!s)
+        return s.takeError();
+      staged.emplace(std::move(*s));
+      writeDir = staged->path();
+    }
+    int64_t len = static_cast<int64_t>(writeDir.size());
+    if (auto err = world->broadcast(&len, 1, DType::I64, 0))
+      return err;
+    std::vector<int64_t> chars(writeDir.begin(), writeDir.end()); // the collectives move numbers
+    chars.resize(static_cast<size_t>(len));
+    if (auto err = world->broadcast(chars.data(), chars.size(), DType::I64, 0))
+      return err;
+    writeDir.assign(chars.begin(), chars.end());
+  }
+  if (auto err = runProgram(rank, *plan, writeDir))
+    return err;
+  if (auto err = world->barrier()) // every rank has written its part (under the watchdog)
+    return err;
+  return staged ? staged->commit() : llvm::Error::success();
+}
+
+/// This rank's work: a training run or one inference, writing into `writeDir`.
+static llvm::Error runProgram(int rank, const Plan &planRef, const std::string &writeDir) {
+  const Plan *plan = &planRef;
+  const RankPlan &me = plan->ranks[rank];
+  auto world = rt::MpiCommunicator::world(collectiveTimeout);
   rt::RuntimeEnv env;
   std::vector<std::unique_ptr<rt::MpiCommunicator>> groups;
   for (const auto &[axis, members] : plan->groups) {
@@ -310,7 +450,7 @@ static llvm::Error runRank(int rank) {
     o.data = data;
     o.dataDtype = dataDtype;
     o.idsInput = idsInput;
-    o.outDir = outDir;
+    o.outDir = writeDir;
     o.schedule = schedule;
     o.steps = steps;
     o.batch = batch;
@@ -344,7 +484,7 @@ static llvm::Error runRank(int rank) {
   if (rank == 0 && ro.repeat > 1)
     llvm::outs() << "rank 0: " << result->statsLine << "\n";
   if (rank == 0)
-    return writeOutputFiles(outDir, result->names, result->outputs);
+    return writeOutputFiles(writeDir, result->names, result->outputs);
   return llvm::Error::success();
 }
 
