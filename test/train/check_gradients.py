@@ -89,6 +89,18 @@ for init_name, matches in parameters_of_initializers(os.path.join(fixtures, name
     if rel > 1e-4:
         failures += 1
         print(f"FAIL grad {init_name} ({pname}): relative error {rel:.1e}")
+if tp:
+    # Every initializer a torch parameter owns is classified trainable (its
+    # q/k/v pieces too): the default rule freezes buffers only.
+    with open(os.path.join(compiled, "plan.json")) as f:
+        classes = json.load(f)["initializers"]
+    for init_name, matches in parameters_of_initializers(os.path.join(fixtures, name + ".onnx"), initial):
+        mine = [c for c in classes if c["name"] == init_name or c["name"].startswith(init_name + "[")]
+        frozen = [c for c in mine if not c["trainable"]]
+        if frozen:
+            failures += 1
+            print(f"FAIL {init_name} ({matches[0][0]}) is a torch parameter but frozen: {frozen[0]['reason']}")
+    print(f"classification: {len(classes)} initializers, {sum(not c['trainable'] for c in classes)} frozen")
 print(f"gradients checked against torch: {checked}, failures: {failures}")
 assert checked >= 10, "too few parameters matched"
 print(f"check_gradients: {checked + 1 - failures} passed, {failures} failed")
