@@ -35,6 +35,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
 #include <cmath>
+#include <optional>
 
 namespace partita {
 
@@ -78,26 +79,55 @@ bool isWeightView(const Value *v) {
 class StaticValues {
 public:
   bool operator()(const Value *v) {
+    if (auto known = lookup(v))
+      return *known;
+    // Iterative post-order over the producers (a deep model would overflow
+    // a recursive walk's stack).
+    std::vector<const Value *> stack{v};
+    while (!stack.empty()) {
+      const Value *x = stack.back();
+      if (lookup(x)) {
+        stack.pop_back();
+        continue;
+      }
+      const Node *d = x->definingNode();
+      bool pending = false, result = true;
+      for (const Value *in : d->inputs()) {
+        auto known = lookup(in);
+        if (!known) {
+          stack.push_back(in);
+          pending = true;
+        } else {
+          result = result && *known;
+        }
+      }
+      if (pending)
+        continue;
+      memo_[x] = result;
+      stack.pop_back();
+    }
+    return memo_[v];
+  }
+
+private:
+  /// The answer when it needs no producer's: a non-float value, a Constant,
+  /// a float weight or graph input; or one already computed.
+  std::optional<bool> lookup(const Value *v) {
     if (!v || !isFloat(v->type().dtype))
       return true;
     auto it = memo_.find(v);
     if (it != memo_.end())
       return it->second;
     const Node *d = v->definingNode();
-    bool result = false;
-    if (d && d->is("Constant"))
-      result = true;
-    else if (d && !d->is("Weight")) {
-      memo_[v] = false; // (no cycles in a graph; this only guards the recursion)
-      result = true;
-      for (const Value *in : d->inputs())
-        result = result && (*this)(in);
-    }
-    memo_[v] = result;
-    return result;
+    if (!d)
+      return false; // a float graph input
+    if (d->is("Constant"))
+      return true;
+    if (d->is("Weight"))
+      return false;
+    return std::nullopt;
   }
 
-private:
   llvm::DenseMap<const Value *, bool> memo_;
 };
 
