@@ -72,9 +72,10 @@ bool readSpecs(const llvm::json::Array *a, std::vector<TensorSpec> &out) {
     s.name = name->str();
     s.type.dtype = *parseDType(*dt);
     s.type.known = true;
+    int64_t bytes = 16; // the widest element: sizes computed from the shape must not overflow
     for (const auto &d : *shape) {
       auto v = d.getAsInteger();
-      if (!v)
+      if (!v || *v < 0 || __builtin_mul_overflow(bytes, *v, &bytes))
         return false;
       s.type.shape.push_back(*v);
     }
@@ -168,11 +169,17 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   const auto *axes = root->getArray("mesh");
   if (!axes)
     return bad("no mesh");
+  int64_t world = 1;
   for (const auto &a : *axes) {
     const auto *o = a.getAsObject();
     if (!o || !o->getString("name") || !o->getInteger("size"))
       return bad("bad mesh axis");
-    p.mesh.axes.push_back({o->getString("name")->str(), *o->getInteger("size")});
+    // Positive, and at most 2^20 ranks in all: the product must not overflow.
+    int64_t size = *o->getInteger("size");
+    if (size < 1 || size > (int64_t(1) << 20) / world)
+      return bad("mesh axis size out of range");
+    world *= size;
+    p.mesh.axes.push_back({o->getString("name")->str(), size});
   }
   const auto *ranks = root->getArray("ranks");
   if (!ranks)

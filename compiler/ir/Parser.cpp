@@ -1,5 +1,6 @@
 //===- Parser.cpp - recursive-descent parser for the text IR --------------===//
 #include "compiler/ir/Parser.h"
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -133,7 +134,8 @@ private:
   }
 
   /// Reads a number; sets isFloat when it has a '.', an exponent, or is inf/nan.
-  bool parseNumber(double &out, bool &isFloatOut) {
+  /// An integer is also stored exactly in *intOut (a double rounds past 2^53).
+  bool parseNumber(double &out, bool &isFloatOut, int64_t *intOut = nullptr) {
     skipSpace();
     for (llvm::StringRef word : {"-inf", "inf", "nan"})
       if (consume(word)) {
@@ -163,7 +165,19 @@ private:
       return fail("expected a number");
     }
     std::string s = text_.slice(start, pos_).str();
-    out = isFloatOut ? std::strtod(s.c_str(), nullptr) : static_cast<double>(std::strtoll(s.c_str(), nullptr, 10));
+    if (isFloatOut) {
+      out = std::strtod(s.c_str(), nullptr);
+      return true;
+    }
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), nullptr, 10);
+    if (errno == ERANGE) {
+      pos_ = start;
+      return fail("integer out of the 64-bit range");
+    }
+    out = static_cast<double>(v);
+    if (intOut)
+      *intOut = v;
     return true;
   }
 
@@ -197,6 +211,10 @@ private:
         return fail("negative dimension " + llvm::Twine(d));
       t.shape.push_back(d);
     } while (consume(","));
+    int64_t bytes = 16; // the widest element: sizes computed from the shape must not overflow
+    for (int64_t dim : t.shape)
+      if (dim > 0 && __builtin_mul_overflow(bytes, dim, &bytes))
+        return fail("shape too large: its element count overflows a 64-bit size");
     return expect("]");
   }
 
@@ -313,27 +331,29 @@ private:
       do {
         double d;
         bool f;
-        if (!parseNumber(d, f))
+        int64_t i;
+        if (!parseNumber(d, f, &i))
           return false;
         if (floats)
           a.floats.push_back(d);
         else if (f)
           return fail("float in an integer list; write floats[...]");
         else
-          a.ints.push_back(static_cast<int64_t>(d));
+          a.ints.push_back(i);
       } while (consume(","));
       return expect("]");
     }
     double d;
     bool f;
-    if (!parseNumber(d, f))
+    int64_t i;
+    if (!parseNumber(d, f, &i))
       return false;
     if (f) {
       a.kind = Attribute::Float;
       a.f = d;
     } else {
       a.kind = Attribute::Int;
-      a.i = static_cast<int64_t>(d);
+      a.i = i;
     }
     return true;
   }

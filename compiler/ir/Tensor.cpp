@@ -3,6 +3,7 @@
 #include "llvm/ADT/Hashing.h"
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace partita {
 
@@ -122,18 +123,30 @@ template <typename T> void store(uint8_t *p, int64_t i, T v) {
   std::memcpy(p + i * sizeof(T), &v, sizeof(T));
 }
 
+/// v converted to I, saturating, NaN as 0 (a plain cast of an out-of-range
+/// double is undefined; folded integer arithmetic can produce one).
+template <typename I> I saturate(double v) {
+  if (!(v == v))
+    return 0;
+  if (v <= static_cast<double>(std::numeric_limits<I>::min()))
+    return std::numeric_limits<I>::min();
+  if (v >= static_cast<double>(std::numeric_limits<I>::max()))
+    return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
 void storeDouble(DType t, uint8_t *p, int64_t i, double v) {
   switch (t) {
   case DType::F32: store<float>(p, i, static_cast<float>(v)); break;
   case DType::F64: store<double>(p, i, v); break;
   case DType::F16: store<uint16_t>(p, i, floatToHalf(static_cast<float>(v))); break;
   case DType::BF16: store<uint16_t>(p, i, floatToBf16(static_cast<float>(v))); break;
-  case DType::I64: store<int64_t>(p, i, static_cast<int64_t>(v)); break;
-  case DType::I32: store<int32_t>(p, i, static_cast<int32_t>(v)); break;
-  case DType::I16: store<int16_t>(p, i, static_cast<int16_t>(v)); break;
-  case DType::I8: store<int8_t>(p, i, static_cast<int8_t>(v)); break;
-  case DType::U8: store<uint8_t>(p, i, static_cast<uint8_t>(v)); break;
-  case DType::U16: store<uint16_t>(p, i, static_cast<uint16_t>(v)); break;
+  case DType::I64: store<int64_t>(p, i, saturate<int64_t>(v)); break;
+  case DType::I32: store<int32_t>(p, i, saturate<int32_t>(v)); break;
+  case DType::I16: store<int16_t>(p, i, saturate<int16_t>(v)); break;
+  case DType::I8: store<int8_t>(p, i, saturate<int8_t>(v)); break;
+  case DType::U8: store<uint8_t>(p, i, saturate<uint8_t>(v)); break;
+  case DType::U16: store<uint16_t>(p, i, saturate<uint16_t>(v)); break;
   case DType::Bool: store<uint8_t>(p, i, v != 0 ? 1 : 0); break;
   }
 }

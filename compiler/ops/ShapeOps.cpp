@@ -95,8 +95,8 @@ llvm::Expected<Shape> reshapeTarget(const InferContext &c) {
     } else if (d < 0) {
       return c.error("target shape " + foldedShape(c, 1, *shapeT) + " has negative dimension " + llvm::Twine(d) +
                      " (only -1, inferred, may be negative)");
-    } else {
-      known *= d;
+    } else if (__builtin_mul_overflow(known, d, &known)) {
+      return c.error("target shape " + foldedShape(c, 1, *shapeT) + " has more elements than 64 bits count");
     }
     out.push_back(d);
   }
@@ -323,6 +323,9 @@ llvm::Error inferConcat(const InferContext &c, std::vector<TensorType> &o) {
     return c.error("axis out of range");
   for (size_t i = 1; i < c.types.size(); ++i) {
     const Shape &s = c.type(i).shape;
+    if (c.type(i).dtype != c.type(0).dtype) // evalConcat copies every input with input 0's element size
+      return c.error("inputs have different element types (" + dtypeName(c.type(0).dtype) + " and " +
+                     dtypeName(c.type(i).dtype) + ")");
     if (s.size() != out.size())
       return c.error("inputs have different ranks");
     for (size_t d = 0; d < s.size(); ++d)

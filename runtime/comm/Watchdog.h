@@ -121,7 +121,14 @@ public:
   // The window and its communicator are left to MPI_Finalize: MPI_Win_free
   // waits for every rank, and a destructor run while an error unwinds one
   // rank (on its way to MPI_Abort) must not wait for the others.
-  ~Watchdog() = default;
+  // The backstop thread reads this object: stop it first (it wakes every 10 ms).
+  ~Watchdog() {
+    stopping_.store(true, std::memory_order_release);
+    if (backstop_.joinable())
+      backstop_.join();
+    if (paused() == this)
+      paused() = nullptr;
+  }
 
   double timeoutSeconds() const { return timeoutSeconds_; }
 
@@ -316,7 +323,7 @@ private:
     constexpr int64_t tick = 10'000'000;
     uint64_t seen = 0;
     int64_t blockedFor = 0, last = nowNs();
-    for (;;) {
+    while (!stopping_.load(std::memory_order_acquire)) {
       timespec ts{0, tick};
       nanosleep(&ts, nullptr);
       int64_t now = nowNs();
@@ -397,7 +404,7 @@ private:
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(pauseSignal(), &sa, nullptr);
-    std::thread([this] { backstop(); }).detach();
+    backstop_ = std::thread([this] { backstop(); });
   }
 
   static int64_t nowNs() {
@@ -527,6 +534,8 @@ private:
   std::atomic<size_t> blockedCount_{0};
   std::atomic<pthread_t> blockedThread_{};
   std::atomic<bool> pausing_{false}; // the main thread sleeps in pauseWhileSilent
+  std::atomic<bool> stopping_{false}; // the destructor stops the backstop thread
+  std::thread backstop_;
   int64_t entered_[kMaxGroups + 1] = {};
 };
 

@@ -80,7 +80,11 @@ llvm::Expected<Tensor> readNpy(llvm::StringRef path) {
       return fail(path, "malformed .npy shape");
     shape.push_back(d);
   }
-  size_t bytes = static_cast<size_t>(numElements(shape)) * dtypeSize(*dtype);
+  int64_t total = dtypeSize(*dtype);
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(total, d, &total))
+      return fail(path, "shape too large: its byte count overflows a 64-bit size");
+  size_t bytes = static_cast<size_t>(total);
   size_t payload = data.size() - start - headerLen;
   if (payload < bytes)
     return fail(path, "truncated: " + llvm::Twine(payload) + " data bytes, expected " + llvm::Twine(bytes));
