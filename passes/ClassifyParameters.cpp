@@ -131,11 +131,10 @@ private:
   llvm::DenseMap<const Value *, bool> memo_;
 };
 
-/// Whether `v` flows into a Softmax through elementwise and view ops only:
-/// it is (part of) attention scores.
-bool reachesSoftmax(const Value *v) {
-  static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Where", "Max", "Min", "Reshape", "Transpose",
-                                         "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity", "Slice"};
+/// Whether `v` flows through ops named in `through` (default domain) into a
+/// node for which `isTarget` holds; looks at most 64 values ahead.
+template <typename Pred>
+bool flowsInto(const Value *v, const llvm::StringSet<> &through, Pred isTarget) {
   std::vector<const Value *> work{v};
   llvm::DenseSet<const Value *> seen;
   while (!work.empty() && seen.size() < 64) {
@@ -144,7 +143,7 @@ bool reachesSoftmax(const Value *v) {
     if (!seen.insert(x).second)
       continue;
     for (const Node *u : x->users()) {
-      if (u->is("Softmax") || u->is("LogSoftmax"))
+      if (isTarget(u))
         return true;
       if (u->domain().empty() && through.count(u->op()))
         for (const Value *o : u->outputs())
@@ -154,28 +153,23 @@ bool reachesSoftmax(const Value *v) {
   return false;
 }
 
+/// Whether `v` flows into a Softmax through elementwise and view ops only:
+/// it is (part of) attention scores.
+bool reachesSoftmax(const Value *v) {
+  static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Where", "Max", "Min", "Reshape", "Transpose",
+                                         "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity", "Slice"};
+  return flowsInto(v, through, [](const Node *u) { return u->is("Softmax") || u->is("LogSoftmax"); });
+}
+
 /// Whether `v` flows through elementwise, view and rotate-half ops into a
 /// MatMul of two activations (QKᵀ): it is a query or key.
 bool reachesScores(const Value *v) {
   static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Neg", "Concat", "Slice", "Split", "Reshape",
                                          "Transpose", "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity"};
-  std::vector<const Value *> work{v};
-  llvm::DenseSet<const Value *> seen;
-  while (!work.empty() && seen.size() < 64) {
-    const Value *x = work.back();
-    work.pop_back();
-    if (!seen.insert(x).second)
-      continue;
-    for (const Node *u : x->users()) {
-      if ((u->is("MatMul") || u->is("Einsum")) && u->numInputs() == 2 && !isWeightView(u->input(0)) &&
-          !isWeightView(u->input(1)))
-        return true;
-      if (u->domain().empty() && through.count(u->op()))
-        for (const Value *o : u->outputs())
-          work.push_back(o);
-    }
-  }
-  return false;
+  return flowsInto(v, through, [](const Node *u) {
+    return (u->is("MatMul") || u->is("Einsum")) && u->numInputs() == 2 && !isWeightView(u->input(0)) &&
+           !isWeightView(u->input(1));
+  });
 }
 
 /// A mask's values: 0 where attention is allowed, a large negative number
