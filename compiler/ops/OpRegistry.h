@@ -23,7 +23,12 @@ struct InferContext {
   std::vector<const Tensor *> values;
   int64_t opset;
 
-  const TensorType &type(size_t i) const { return *types[i]; }
+  /// An omitted input (`none`) reads as an empty, unknown type: rules that
+  /// require the input then reject it instead of reading through null.
+  const TensorType &type(size_t i) const {
+    static const TensorType kOmitted{};
+    return types[i] ? *types[i] : kOmitted;
+  }
   bool has(size_t i) const { return i < types.size() && types[i] != nullptr; }
   const Tensor *value(size_t i) const { return i < values.size() ? values[i] : nullptr; }
   /// An error naming the node: "node '/h.0/Add' (Add): msg".
