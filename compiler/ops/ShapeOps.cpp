@@ -352,6 +352,8 @@ Result evalConcat(const Node &n, llvm::ArrayRef<Tensor> in) {
   for (int64_t o = 0; o < outer; ++o)
     for (const auto &t : in) {
       size_t chunk = static_cast<size_t>(t.shape()[axis] * inner) * es;
+      if (chunk == 0)
+        continue; // an empty input's data() may be null, which memcpy must not get
       std::memcpy(dst, t.data() + o * chunk, chunk);
       dst += chunk;
     }
