@@ -53,7 +53,9 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 fuzz_one() {
   local name="$1" corpus="$root/build-fuzz/corpus/$1"
   mkdir -p "$corpus" "$work/artifacts"
-  "$root/build-fuzz/test/fuzz/partita-fuzz-$name" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  # A fixed seed (FUZZ_SEED, default 1) keeps CI's mutations the same run to run; a
+  # long exploratory run sets another.
+  "$root/build-fuzz/test/fuzz/partita-fuzz-$name" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -malloc_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$work/artifacts/$name-" \
     "$corpus" "$seeds/$name" >"$work/$name.log" 2>&1
 }
