@@ -1,19 +1,6 @@
 //===- OnnxBinaryFuzzer.cpp - importOnnx on binary protobuf bytes ---------===//
-#include "FuzzInput.h"
-#include "compiler/ir/Verifier.h"
-#include "compiler/onnx/OnnxImport.h"
-#include "llvm/ADT/StringRef.h"
+#include "OnnxImportFuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  // Text starting with '<' is OnnxTextFuzzer's input.
-  if (llvm::StringRef(reinterpret_cast<const char *>(data), size).ltrim().startswith("<"))
-    return -1;
-  const std::string &path = partita::fuzz::writeInput(data, size, ".onnx");
-  auto g = partita::importOnnx(path, partita::ImportOptions());
-  if (!g) {
-    llvm::consumeError(g.takeError());
-    return 0;
-  }
-  llvm::consumeError(partita::verifyGraph(**g));
-  return 0;
+  return partita::fuzz::importOnnxInput(data, size, /*text=*/false);
 }
