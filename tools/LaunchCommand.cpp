@@ -122,10 +122,11 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
     onnx::ModelProto m;
     if (!m.ParseFromArray((*buf)->getBufferStart(), static_cast<int>((*buf)->getBufferSize())))
       return fail("rank " + llvm::Twine(r.rank) + ": corrupt program " + path + " (not a valid ONNX model)");
-    for (const std::string &program : {r.forward, r.step})
-      if (!program.empty())
-        if (auto err = checkProgramHash(r, dir, program))
-          return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(err)));
+    llvm::Error hashed = checkProgramHash(r, dir, r.forward, (*buf)->getBuffer());
+    if (!hashed && !r.step.empty())
+      hashed = checkProgramHash(r, dir, r.step);
+    if (hashed)
+      return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(hashed)));
   }
   return plan;
 }
@@ -204,8 +205,8 @@ static llvm::Error checkFlags(bool trainPlan) {
 /// What the launch reads: an output folder must not be or hold any of it.
 static std::vector<std::string> launchInputs() {
   std::vector<std::string> in{planDir.getValue(), data.getValue()};
-  for (const std::string &spec : inputs)
-    in.push_back(llvm::StringRef(spec).split('=').second.str());
+  for (std::string &file : inputFilePaths(inputs))
+    in.push_back(std::move(file));
   return in;
 }
 
@@ -294,8 +295,21 @@ int launchMain(int argc, char **argv) {
     return reportError(tool, tensors.takeError());
   else if (auto err = checkTokenInputs(*plan, *tensors))
     return reportError(tool, std::move(err));
-  if (auto err = checkOutputDir(outDir, "launch", "--output-dir", launchInputs()))
-    return reportError(tool, std::move(err));
+  // Outside mpirun the launcher stages the output folder for its workers and
+  // puts it in place when every rank succeeded; under an outside mpirun each
+  // rank runs a launcher, which only checks the folder: rank 0's worker stages
+  // it (see runRank).
+  bool underMpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("SLURM_PROCID");
+  std::optional<StagedOutput> staged;
+  if (underMpi) {
+    if (auto err = checkOutputDir(outDir, "launch", "--output-dir", launchInputs()))
+      return reportError(tool, std::move(err));
+  } else {
+    auto s = StagedOutput::begin(outDir, "launch", "--output-dir", launchInputs());
+    if (!s)
+      return reportError(tool, s.takeError());
+    staged.emplace(std::move(*s));
+  }
   if (trainPlan) {
     if (auto roles = trainingInputRoles(plan->inputs, idsInput, batch, seq); !roles)
       return reportError(tool, roles.takeError());
@@ -310,7 +324,6 @@ int launchMain(int argc, char **argv) {
   }
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&launchMain));
   std::vector<std::string> args;
-  bool underMpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("SLURM_PROCID");
   if (!underMpi) {
     auto mpirun = llvm::sys::findProgramByName("mpirun");
     if (!mpirun)
@@ -330,17 +343,8 @@ int launchMain(int argc, char **argv) {
       continue;
     args.push_back(a.str());
   }
-  // Outside mpirun the launcher stages the output folder for its workers and
-  // puts it in place when every rank succeeded (under an outside mpirun each
-  // rank runs a launcher: rank 0's worker stages it instead, see runRank).
-  std::optional<StagedOutput> staged;
-  if (!underMpi) {
-    auto s = StagedOutput::begin(outDir, "launch", "--output-dir", launchInputs());
-    if (!s)
-      return reportError(tool, s.takeError());
-    staged.emplace(std::move(*s));
+  if (staged)
     args.push_back("--staging-dir=" + staged->path());
-  }
   // Workers write through mpirun, which gives them a terminal even when the
   // user's output is a pipe: the launcher decides.
   if (isatty(fileno(stdout)) && progressBar.getNumOccurrences() == 0)
@@ -394,7 +398,9 @@ static llvm::Error runRank(int rank) {
     return fail("started with " + llvm::Twine(world->size()) + " ranks, the plan needs " +
                 llvm::Twine(plan->worldSize()));
   const RankPlan &me = plan->ranks[rank];
-  for (const std::string &program : {me.forward, me.step}) // under an outside mpirun nobody checked them yet
+  // The rank that loads a program refuses one not its own (the launcher
+  // checked every rank's already, to fail before any rank starts).
+  for (const std::string &program : {me.forward, me.step})
     if (!program.empty())
       if (auto err = checkProgramHash(me, planDir, program))
         return err;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Npy.h"
 #include "tools/Commands.h"
+#include "tools/OutputDir.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
@@ -23,8 +24,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -119,12 +120,8 @@ static bool writtenByMerge(llvm::StringRef path) {
 /// leaves no half-written model. A file that is there already is replaced
 /// only when an earlier merge wrote it, and never when it is the input.
 static llvm::Error writeModelFile(const onnx::ModelProto &model, llvm::StringRef path) {
-  llvm::SmallString<256> out(path), in(mergeModel.getValue());
-  llvm::sys::fs::make_absolute(out);
-  llvm::sys::fs::make_absolute(in);
-  llvm::sys::path::remove_dots(out, true);
-  llvm::sys::path::remove_dots(in, true);
-  if (llvm::sys::fs::equivalent(out, in) || out == in)
+  std::string out = canonicalPath(path), in = canonicalPath(mergeModel);
+  if (out == in || llvm::sys::fs::equivalent(out, in)) // the same path, or a hard link to it
     return fail("-o " + path + " is the input model: choose another file");
   if (llvm::sys::fs::exists(out)) {
     if (llvm::sys::fs::is_directory(out))
@@ -136,18 +133,8 @@ static llvm::Error writeModelFile(const onnx::ModelProto &model, llvm::StringRef
   int fd = -1;
   if (auto ec = llvm::sys::fs::createUniqueFile(out + ".partial-%%%%%%", fd, tmp))
     return fail("cannot create a file beside " + path + ": " + ec.message());
-  bool ok;
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    std::string bytes;
-    ok = model.SerializeToString(&bytes);
-    if (ok)
-      os << bytes;
-    os.close();
-    ok = ok && !os.has_error();
-    if (os.has_error())
-      os.clear_error();
-  }
+  bool ok = model.SerializeToFileDescriptor(fd); // streams: no second copy of the model in memory
+  ok = ::close(fd) == 0 && ok;
   if (!ok || llvm::sys::fs::rename(tmp, out)) {
     llvm::sys::fs::remove(tmp);
     return fail(path + ": cannot write the merged model");

@@ -19,9 +19,9 @@ constexpr const char *kManifestFormat = "partita-output-1";
 
 llvm::Error error(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-/// An absolute path without `.`/`..`, trailing slashes or (where it exists)
-/// symbolic links, so that `out/`, `./out` and `out` are one folder.
-std::string canonical(llvm::StringRef p) {
+} // namespace
+
+std::string canonicalPath(llvm::StringRef p) {
   llvm::SmallString<256> abs(p);
   fs::make_absolute(abs);
   path::remove_dots(abs, /*remove_dot_dot=*/true);
@@ -32,6 +32,8 @@ std::string canonical(llvm::StringRef p) {
     return real.str().str();
   return abs.str().str();
 }
+
+namespace {
 
 /// `inner` is `outer` or lies below it.
 bool within(llvm::StringRef inner, llvm::StringRef outer) {
@@ -60,11 +62,11 @@ llvm::Error checkOutputDir(llvm::StringRef dir, llvm::StringRef kind, llvm::Stri
                            llvm::ArrayRef<std::string> inputs) {
   if (dir.empty())
     return error(flag + ": empty path");
-  std::string target = canonical(dir);
+  std::string target = canonicalPath(dir);
   for (const std::string &in : inputs) {
     if (in.empty())
       continue;
-    std::string input = canonical(in);
+    std::string input = canonicalPath(in);
     if (target == input)
       return error(flag + " " + dir + " is the input " + in + " itself: choose another output folder");
     if (within(target, input))
@@ -119,7 +121,7 @@ llvm::Expected<StagedOutput> StagedOutput::begin(llvm::StringRef dir, llvm::Stri
   if (auto err = checkOutputDir(dir, kind, flag, inputs))
     return std::move(err);
   StagedOutput s;
-  s.target_ = canonical(dir);
+  s.target_ = canonicalPath(dir);
   s.kind_ = kind.str();
   s.flag_ = flag.str();
   s.inputs_ = inputs.vec();

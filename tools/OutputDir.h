@@ -26,6 +26,10 @@ namespace partita {
 /// The manifest's file name inside every output folder.
 inline constexpr const char *kOutputManifest = "partita-output.json";
 
+/// An absolute path without `.`/`..`, trailing slashes or (where it exists)
+/// symbolic links, so that `out/`, `./out` and `out` compare equal.
+std::string canonicalPath(llvm::StringRef path);
+
 /// Checks that `dir` may become the output of command `kind` ("compile",
 /// "launch", "run") given the paths the command reads. `flag` names the
 /// option in errors (e.g. "-o").

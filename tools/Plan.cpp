@@ -254,13 +254,17 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   return p;
 }
 
+static std::string sha256Hex(llvm::StringRef bytes) {
+  llvm::SHA256 h;
+  h.update(bytes);
+  return llvm::toHex(h.final(), /*LowerCase=*/true);
+}
+
 llvm::Expected<std::string> sha256File(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return fail(path, "cannot read: " + buf.getError().message());
-  llvm::SHA256 h;
-  h.update(llvm::StringRef((*buf)->getBufferStart(), (*buf)->getBufferSize()));
-  return llvm::toHex(h.final(), /*LowerCase=*/true);
+  return sha256Hex((*buf)->getBuffer());
 }
 
 llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringRef rel) {
@@ -273,14 +277,15 @@ llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringR
   return llvm::Error::success();
 }
 
-llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel) {
+llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel,
+                             llvm::Optional<llvm::StringRef> bytes) {
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, rel);
   auto want = r.sha256.find(rel.str());
   if (want == r.sha256.end())
     return fail(path, "the plan records no SHA-256 for rank " + llvm::Twine(r.rank) +
                           "'s program (compiled by an older Partita? compile again)");
-  auto h = sha256File(path);
+  auto h = bytes ? llvm::Expected<std::string>(sha256Hex(*bytes)) : sha256File(path);
   if (!h)
     return h.takeError();
   if (*h != want->second)

@@ -68,7 +68,9 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path);
 llvm::Expected<std::string> sha256File(llvm::StringRef path);
 /// Records the hash of `rank`'s program `rel` (relative to `dir`).
 llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringRef rel);
-/// Checks that rank `r`'s program `rel` in `dir` is the one compiled for it.
-llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel);
+/// Checks that rank `r`'s program `rel` in `dir` is the one compiled for it
+/// (reading the file, or hashing `bytes` when the caller has read it).
+llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel,
+                             llvm::Optional<llvm::StringRef> bytes = llvm::None);
 
 } // namespace partita

@@ -35,8 +35,8 @@ int runMain() {
   if (!tensors)
     return reportError(tool, tensors.takeError());
   std::vector<std::string> reads{model.getValue()};
-  for (const std::string &spec : inputs)
-    reads.push_back(llvm::StringRef(spec).split('=').second.str());
+  for (std::string &file : inputFilePaths(inputs))
+    reads.push_back(std::move(file));
   auto staged = StagedOutput::begin(outDir, "run", "--output-dir", reads);
   if (!staged)
     return reportError(tool, staged.takeError());

@@ -54,6 +54,13 @@ llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::strin
   return inputs;
 }
 
+std::vector<std::string> inputFilePaths(llvm::ArrayRef<std::string> specs) {
+  std::vector<std::string> files;
+  for (const std::string &spec : specs)
+    files.push_back(llvm::StringRef(spec).split('=').second.str());
+  return files;
+}
+
 llvm::Error writeOutputFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names,
                              llvm::ArrayRef<Tensor> values) {
   if (auto ec = llvm::sys::fs::create_directories(dir))

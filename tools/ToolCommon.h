@@ -18,6 +18,10 @@ bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents);
 /// Reads NAME=FILE.npy specs (the --input option) into host tensors.
 llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::string> specs);
 
+/// The FILE of each NAME=FILE.npy spec (what a command reads, so that its
+/// output folder may not be or hold it).
+std::vector<std::string> inputFilePaths(llvm::ArrayRef<std::string> specs);
+
 /// Writes each output as DIR/NAME.npy (creating DIR).
 llvm::Error writeOutputFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names,
                              llvm::ArrayRef<Tensor> values);
