@@ -124,44 +124,85 @@ std::optional<std::vector<Layout>> splitBackward(const RuleContext &c, const Lay
   return replicatedExcept0(c, want);
 }
 
+// Concatenating along an axis other than the split one is local: every
+// operand takes the split (a replicated one is cut to its block locally, no
+// communication) and each rank concatenates its blocks. Along the split axis,
+// operands split into blocks of one size B (N_i / outer_i) concatenate into
+// a split with outer factor sum(N_i / B): rank r's local concatenation is its
+// part of every block, in order, which is that layout's local value.
+std::optional<Layout> concatAlongSplit(const RuleContext &c, int64_t axis) {
+  int64_t block = -1, outer = 0;
+  for (size_t i = 0; i < c.actual.size(); ++i) {
+    const Layout &l = c.actual[i];
+    if (l.partial || l.dim != axis)
+      return std::nullopt;
+    int64_t b = c.shape(i)[axis] / l.outer;
+    if (block >= 0 && b != block)
+      return std::nullopt;
+    block = b;
+    outer += l.outer;
+  }
+  return block > 0 ? std::optional<Layout>(Layout::split(axis, outer)) : std::nullopt;
+}
+
 RuleResult concatForward(const RuleContext &c) {
   int64_t axis = axisOf(c, c.rank(0));
   const Layout &first = c.actual[0];
-  bool agree = std::all_of(c.actual.begin(), c.actual.end(), [&](const Layout &l) { return l == first; });
-  if (agree && (first.partial || (first.dim >= 0 && first.dim != axis)))
-    return RuleResult{c.actual, {first}};
+  if (first.partial && std::all_of(c.actual.begin(), c.actual.end(), [&](const Layout &l) { return l == first; }))
+    return RuleResult{c.actual, {first}}; // concatenation is linear
+  for (const Layout &l : c.actual)
+    if (!l.partial && l.dim >= 0 && l.dim != axis)
+      return RuleResult{std::vector<Layout>(c.node.numInputs(), l), {l}};
+  if (auto out = concatAlongSplit(c, axis))
+    return RuleResult{c.actual, {*out}};
   return allReplicated(c.node);
 }
 
 std::optional<std::vector<Layout>> concatBackward(const RuleContext &c, const Layout &want, std::string &why) {
-  if (want.dim == axisOf(c, c.rank(0))) {
-    why = "node " + c.node.describe() + " concatenates along the dimension that would be sharded";
-    return std::nullopt;
+  int64_t axis = axisOf(c, c.rank(0));
+  if (want.dim != axis)
+    return std::vector<Layout>(c.node.numInputs(), want);
+  // Along the split axis: each operand must be whole blocks of the result's.
+  int64_t block = c.outShape()[axis] / want.outer;
+  std::vector<Layout> ops;
+  for (size_t i = 0; i < c.node.numInputs(); ++i) {
+    if (c.shape(i)[axis] % block) {
+      why = "node " + c.node.describe() + " concatenates along the dimension that would be sharded, and operand " +
+            std::to_string(i) + " is not whole blocks of it";
+      return std::nullopt;
+    }
+    ops.push_back(Layout::split(axis, c.shape(i)[axis] / block));
   }
-  return std::vector<Layout>(c.node.numInputs(), want);
+  return ops;
 }
 
-std::vector<int64_t> slicedAxes(const RuleContext &c) {
-  std::vector<int64_t> axes;
-  if (c.node.input(3)) {
-    if (const Tensor *t = constantValue(c.node.input(3)))
-      for (int64_t a : t->toInts())
-        axes.push_back(normalizeAxis(a, c.rank(0)));
-    else
-      for (int64_t i = 0; i < c.rank(0); ++i)
-        axes.push_back(i); // unknown: assume every axis is sliced
-  } else if (const Tensor *starts = constantValue(c.node.input(1))) {
-    for (int64_t i = 0; i < starts->numel(); ++i)
-      axes.push_back(i);
-  }
-  return axes;
-}
-
+/// Whether the Slice changes dimension `d` (anything but start 0, end past
+/// the last element, step 1; unknown bounds count as a change). A slice
+/// that keeps the size can still reverse or shift the dimension.
 bool sliced(const RuleContext &c, int64_t d) {
-  auto axes = slicedAxes(c);
-  return std::find(axes.begin(), axes.end(), d) != axes.end() && c.shape(0)[d] != c.outShape()[d];
+  const Tensor *starts = constantValue(c.node.input(1));
+  const Tensor *ends = constantValue(c.node.input(2));
+  const Tensor *axesT = c.node.input(3) ? constantValue(c.node.input(3)) : nullptr;
+  const Tensor *steps = c.node.input(4) ? constantValue(c.node.input(4)) : nullptr;
+  if (!starts || !ends || (c.node.input(3) && !axesT) || (c.node.input(4) && !steps))
+    return true;
+  int64_t size = c.shape(0)[d];
+  for (int64_t k = 0; k < starts->numel(); ++k) {
+    if ((axesT ? normalizeAxis(axesT->intAt(k), c.rank(0)) : k) != d)
+      continue;
+    int64_t begin = starts->intAt(k), end = ends->intAt(k);
+    if (begin < 0)
+      begin += size;
+    if (end < 0)
+      end += size;
+    if ((steps && steps->intAt(k) != 1) || std::max<int64_t>(begin, 0) != 0 || end < size)
+      return true;
+  }
+  return false;
 }
 
+// A slice is local on every dimension it leaves whole, whatever the split's
+// outer factor; one that cuts the split dimension gathers it first.
 RuleResult sliceForward(const RuleContext &c) {
   const Layout &in = c.actual[0];
   if (in.partial || (in.dim >= 0 && !sliced(c, in.dim)))
@@ -287,9 +328,9 @@ void addShapeRules(llvm::StringMap<ShardingRule> &t) {
   t["Reshape"] = ShardingRule{reshapeForward, reshapeBackward, true};
   t["Flatten"] = ShardingRule{reshapeForward, reshapeBackward, true};
   t["Transpose"] = ShardingRule{transposeForward, transposeBackward, true};
-  t["Split"] = ShardingRule{splitForward, splitBackward};
-  t["Concat"] = ShardingRule{concatForward, concatBackward};
-  t["Slice"] = ShardingRule{sliceForward, sliceBackward};
+  t["Split"] = ShardingRule{splitForward, splitBackward, true};
+  t["Concat"] = ShardingRule{concatForward, concatBackward, true};
+  t["Slice"] = ShardingRule{sliceForward, sliceBackward, true};
   t["Squeeze"] = ShardingRule{squeezeForward, squeezeBackward};
   t["Unsqueeze"] = ShardingRule{squeezeForward, squeezeBackward};
   t["Gather"] = ShardingRule{gatherForward, gatherBackward};
