@@ -64,14 +64,14 @@ private:
     for (Node *user : u->users())
       if (user->is("ShardSlice", "partita") && layoutOf(user->output(), axis) == need)
         return user->output();
-    return makeCollective(g, ReshardStep{CollectiveKind::ShardSlice, need.dim, 1}, u, axis, need, u->name() + ".shard");
+    return makeCollective(g, ReshardStep{CollectiveKind::ShardSlice, need.dim, need.outer}, u, axis, need, u->name() + ".shard");
   }
 
   /// Moves slice `s` above its operand's producer; false when it cannot.
   bool hoist(Graph &g, Node *s, const std::string &axis, int64_t parts) {
     Value *v = s->input(0);
     Node *p = v->definingNode();
-    if (!p || p->numOutputs() != 1 || v->users().size() != 1 || g.isGraphOutput(v) || s->intAttr("outer", 1) != 1 ||
+    if (!p || p->numOutputs() != 1 || v->users().size() != 1 || g.isGraphOutput(v) ||
         p->is("Weight") || p->is("Constant") || p->domain() == "partita")
       return false;
     Layout want = layoutOf(s->output(), axis);
@@ -86,7 +86,7 @@ private:
       const Value *u = p->input(i);
       Layout need = i < operands->size() ? (*operands)[i] : Layout::replicated();
       Layout have = layoutOf(u, axis);
-      if (u && have != need && !(have.isReplicated() && need.dim >= 0 && need.outer == 1))
+      if (u && have != need && !(have.isReplicated() && need.dim >= 0))
         return false;
     }
     for (size_t i = 0; i < p->numInputs(); ++i) {

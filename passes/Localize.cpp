@@ -87,8 +87,6 @@ public:
       if (n->is("Weight") && !out.dims.empty() && !out.isReplicated())
         shardWeight(g, n, out);
       else if (n->is("ShardSlice", "partita")) {
-        if (n->intAttr("outer", 1) != 1)
-          return passError(name(), "node " + n->describe() + ": a strided local slice (outer factor) is not supported");
         if (auto err = localSlice(g, n))
           return err;
       }
@@ -191,22 +189,55 @@ private:
   }
 
   /// A slice adds its axis as the minor-most split of its dimension: this
-  /// rank's block within the block its operand holds.
+  /// rank's block within the block its operand holds. With an outer factor
+  /// o the dimension is [o, rest] and the rank takes its block of `rest` in
+  /// each of the o blocks: a strided slice, written as Reshape to
+  /// [.., o, rest, ..], Slice of the inner dimension, Reshape back.
   llvm::Error localSlice(Graph &g, Node *n) {
     Value *in = n->input(0), *out = n->output();
     if (!mesh_.find(n->stringAttr("axis", "")))
       return passError(name(), "node " + n->describe() + ": its axis '" + n->stringAttr("axis", "") +
                                    "' is not in " + mesh_.str());
-    int64_t dim = n->intAttr("dim", 0), len = out->type().shape[dim];
-    int64_t begin = coordOf(n->stringAttr("axis", "")) * len;
+    int64_t dim = n->intAttr("dim", 0), outer = n->intAttr("outer", 1), len = out->type().shape[dim];
+    const Shape &inShape = in->type().shape;
+    if (outer < 1 || inShape[dim] % outer || len % outer)
+      return passError(name(), "node " + n->describe() + ": outer factor " + llvm::Twine(outer) +
+                                   " does not divide its dimension " + llvm::Twine(dim));
+    int64_t part = len / outer, begin = coordOf(n->stringAttr("axis", "")) * part;
+    auto typed = [&](Node *m, const Shape &shape) {
+      m->output()->type() = TensorType{out->type().dtype, shape, true};
+      return m->output();
+    };
+    Value *src = in;
+    int64_t sliceDim = dim;
+    Shape blocked = inShape, cut = out->type().shape;
+    if (outer != 1) { // [.., o, rest, ..]
+      blocked[dim] = inShape[dim] / outer;
+      blocked.insert(blocked.begin() + dim, outer);
+      cut = blocked;
+      cut[dim + 1] = part;
+      src = typed(g.createNode("Reshape", {in, shapeConst(g, blocked, out->name() + ".blocks")},
+                               {out->name() + ".blocks"}, "", n->name()),
+                  blocked);
+      sliceDim = dim + 1;
+    }
     Node *s = g.createNode("Slice",
-                           {in, i64Const(g, {begin}, out->name() + ".start"),
-                            i64Const(g, {begin + len}, out->name() + ".end"), i64Const(g, {dim}, out->name() + ".axis")},
-                           {out->name()}, "", n->name());
-    s->output()->type() = out->type();
-    g.replaceAllUsesWith(out, s->output(), /*takeName=*/true);
+                           {src, i64Const(g, {begin}, out->name() + ".start"),
+                            i64Const(g, {begin + part}, out->name() + ".end"),
+                            i64Const(g, {sliceDim}, out->name() + ".axis")},
+                           {outer != 1 ? out->name() + ".cut" : out->name()}, "", n->name());
+    Value *local = typed(s, cut);
+    if (outer != 1)
+      local = typed(g.createNode("Reshape", {local, shapeConst(g, out->type().shape, out->name() + ".shape")},
+                                 {out->name()}, "", n->name()),
+                    out->type().shape);
+    g.replaceAllUsesWith(out, local, /*takeName=*/true);
     g.eraseNode(n);
     return llvm::Error::success();
+  }
+
+  static Value *shapeConst(Graph &g, const Shape &shape, const std::string &name) {
+    return i64Const(g, std::vector<int64_t>(shape.begin(), shape.end()), name);
   }
 
   /// Gather(W[V/tp, d] of this rank, ids): rows outside this rank's block read

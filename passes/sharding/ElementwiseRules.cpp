@@ -66,12 +66,9 @@ RuleResult forward(const RuleContext &c) {
       outer = c.actual[i].outer;
     }
   }
+  // A replicated operand spanning an outer-factor split is cut by a strided
+  // local slice (localize writes it as reshape, slice, reshape): no communication.
   r.operands = operandsFor(c, outDim, outer);
-  // A replicated operand spanning an outer-factor split would need a strided
-  // slice: gather instead.
-  for (size_t i = 0; i < r.operands.size() && outer != 1; ++i)
-    if (r.operands[i].dim >= 0 && c.actual[i] != r.operands[i])
-      return allReplicated(c.node);
   r.results.assign(c.node.numOutputs(), outDim >= 0 ? Layout::split(outDim, outer) : Layout::replicated());
   return r;
 }
