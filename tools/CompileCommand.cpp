@@ -195,6 +195,8 @@ static llvm::Error compile(llvm::StringRef dir) {
     pm = PassManager();
     pm.verifyEach = true;
     pipeline = "add-loss,autodiff,remove-identity,cse,dce";
+  } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
+    pipeline += ",classify-parameters";
   }
   // The one mesh, made here from the flags (dp major, as the plan lays out
   // ranks): annotate-megatron sizes tp in it, the sharding passes work on tp
