@@ -2,10 +2,7 @@
 # Benchmark (not a test): one training step (forward + backward + AdamW) of the
 # d=768, 12-head, 4-layer GPT (seq 128, batch 4, byte vocabulary) on one rank,
 # Partita against PyTorch eager on the CPU with the same thread count, in the
-# same run. Debian's torch uses OpenBLAS, which mis-detects some AVX-512 CPUs
-# (slow Prescott kernels): OPENBLAS_CORETYPE=SkylakeX is set for it on a CPU
-# with AVX-512 only (on an AVX2 CPU that core type dies of an illegal
-# instruction), or the comparison flatters Partita.
+# same run (torch with bench/torch_env.sh's OpenBLAS settings).
 # Also prints how long Partita's matmuls alone take (from launch --profile):
 # f32 GEMM at the core's FMA peak is most of the step, a floor for the ratio.
 #   bash bench/train_vs_torch.sh [STEPS] [THREADS...]   (default: 1 and 2 threads)
@@ -20,8 +17,7 @@ thread_counts=("$@")
 if ! dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "install ok installed"; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libopenblas0-pthread >/dev/null
 fi
-coretype=()
-grep -qw avx512f /proc/cpuinfo && coretype=(OPENBLAS_CORETYPE=SkylakeX)
+source bench/torch_env.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 models/export_gpt.py --d 768 --heads 12 --layers 4 --seq 128 --batch 4 -o "$work/gpt.onnx" 2>/dev/null
@@ -36,7 +32,7 @@ ours=$(/usr/bin/python3 -c "
 import csv, statistics
 rows = list(csv.DictReader(open('$work/res/loss.csv')))[1:]  # the first step includes set-up
 print(statistics.median(4 * 128 / float(r['tokens_per_s']) * 1000 for r in rows))")
-theirs=$(env "${coretype[@]}" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads /usr/bin/python3 - "$steps" "$threads" <<'PY'
+theirs=$(env "${torch_env[@]}" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads /usr/bin/python3 - "$steps" "$threads" <<'PY'
 import statistics, sys, time
 import torch, torch.nn.functional as F
 sys.path.insert(0, "models")

@@ -32,8 +32,10 @@
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include <cmath>
 #include <optional>
 
@@ -316,10 +318,72 @@ bool isTrainableWeight(const Node &weight) {
   return weight.is("Weight") && isFloat(weight.output()->type().dtype) && weight.intAttr("trainable", 1) != 0;
 }
 
-llvm::Error applyParameterOverrides(Graph &g, const std::vector<std::string> &freeze,
-                                    const std::vector<std::string> &trainable) {
+llvm::Expected<TrainableList> readTrainableList(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buf)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "--trainable-file %s: cannot read it: %s",
+                                   path.str().c_str(), buf.getError().message().c_str());
+  TrainableList list{path.str(), {}};
+  llvm::SmallVector<llvm::StringRef, 64> lines;
+  (*buf)->getBuffer().split(lines, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    llvm::StringRef line = lines[i];
+    for (size_t hash = line.find('#'); hash != llvm::StringRef::npos; hash = line.find('#', hash + 1))
+      if (hash == 0 || llvm::isSpace(line[hash - 1])) { // a '#' inside a name is part of it
+        line = line.take_front(hash);
+        break;
+      }
+    line = line.trim();
+    if (!line.empty())
+      list.names.push_back({static_cast<unsigned>(i + 1), line.str()});
+  }
+  return list;
+}
+
+/// Exactly the listed weights trainable; the other float weights frozen.
+static llvm::Error applyTrainableList(Graph &g, const TrainableList &list) {
+  llvm::StringMap<llvm::SmallVector<Node *, 1>> weights; // by name (a name may have several nodes)
+  for (Node *n : g.nodes())
+    if (n->is("Weight"))
+      weights[n->stringAttr("name", "")].push_back(n);
+  llvm::StringMap<unsigned> listed; // name -> its first line
+  for (const auto &[line, name] : list.names) {
+    auto it = weights.find(name);
+    auto where = list.path + ":" + std::to_string(line);
+    if (it == weights.end())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--trainable-file %s: '%s' is not an initializer of the model",
+                                     where.c_str(), name.c_str());
+    DType dtype = it->second.front()->output()->type().dtype;
+    if (!isFloat(dtype))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--trainable-file %s: '%s' is an integer or bool initializer (%s): it has "
+                                     "no gradient and cannot be trainable",
+                                     where.c_str(), name.c_str(),
+                                     dtypeName(dtype).str().c_str());
+    listed.try_emplace(name, line);
+  }
+  for (auto &entry : weights) {
+    auto it = listed.find(entry.getKey());
+    bool trainable = it != listed.end();
+    std::string reason = trainable ? "listed in " + list.path + ":" + std::to_string(it->second)
+                                   : "not in " + list.path;
+    for (Node *n : entry.second) {
+      if (!isFloat(n->output()->type().dtype))
+        continue; // keeps the default rule's reason
+      n->setAttr("trainable", Attribute::ofInt(trainable ? 1 : 0));
+      n->setAttr("role", Attribute::ofString(reason));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error applyParameterOverrides(Graph &g, const ParameterOverrides &o) {
+  if (o.list)
+    if (auto err = applyTrainableList(g, *o.list))
+      return err;
   for (bool makeTrainable : {false, true}) {
-    for (const std::string &pattern : makeTrainable ? trainable : freeze) {
+    for (const std::string &pattern : makeTrainable ? o.trainable : o.freeze) {
       const char *flag = makeTrainable ? "--trainable" : "--freeze";
       auto glob = llvm::GlobPattern::create(pattern);
       if (!glob)

@@ -2,7 +2,9 @@
 #pragma once
 #include "compiler/ir/Graph.h"
 #include "llvm/Support/Error.h"
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace partita {
@@ -19,13 +21,36 @@ struct ParameterClass {
 /// classify-parameters (an unclassified float weight is a parameter).
 bool isTrainableWeight(const Node &weight);
 
-/// Applies the user's overrides after the default rule: every weight whose
-/// name matches one of `freeze` (a glob: `*`, `?`, `[...]`, matched against
-/// the whole name) is frozen, then every one matching `trainable` is made
-/// trainable (integer weights stay frozen: they have no gradient). A pattern
-/// that matches no weight is an error naming it.
-llvm::Error applyParameterOverrides(Graph &g, const std::vector<std::string> &freeze,
-                                    const std::vector<std::string> &trainable);
+/// The names a trainable-names file lists (--trainable-file), with the line
+/// each is on (1-based).
+struct TrainableList {
+  std::string path;
+  std::vector<std::pair<unsigned, std::string>> names;
+};
+
+/// Reads a trainable-names file: one initializer name per line; blank lines
+/// and `#` comments (from a `#` at the start of a line or after a blank to
+/// the end of the line) are ignored, the blanks around a name trimmed. A
+/// file that cannot be read is an error naming it.
+llvm::Expected<TrainableList> readTrainableList(llvm::StringRef path);
+
+/// The user's overrides of the default rule, applied in this order.
+struct ParameterOverrides {
+  /// When set: exactly the listed weights are trainable, every other float
+  /// weight is frozen ("not in FILE"). A listed name that is no weight, or an
+  /// integer weight, is an error naming the file, the line and the name.
+  std::optional<TrainableList> list;
+  /// Every weight matching one of these globs (`*`, `?`, `[...]`, against the
+  /// whole name) is frozen.
+  std::vector<std::string> freeze;
+  /// Then every one matching one of these is made trainable (integer weights
+  /// stay frozen: they have no gradient).
+  std::vector<std::string> trainable;
+};
+
+/// Applies `o` after the default rule. A glob that matches no weight is an
+/// error naming it.
+llvm::Error applyParameterOverrides(Graph &g, const ParameterOverrides &o);
 
 /// Every Weight node's classification, in program order (one per name).
 std::vector<ParameterClass> parameterClasses(const Graph &g);

@@ -57,6 +57,12 @@ static cl::list<std::string> trainablePatterns(
     "trainable", cl::desc("Train the initializers matching a glob over the whole name (repeatable; after "
                           "--freeze)"),
     cl::sub(compileCmd));
+static cl::opt<std::string> trainableFile(
+    "trainable-file",
+    cl::desc("Train exactly the initializers FILE lists, one name per line (blank lines and # comments "
+             "ignored); every other float initializer is frozen. Applied first; --freeze, then --trainable, "
+             "adjust what it leaves"),
+    cl::value_desc("FILE"), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -182,15 +188,24 @@ static llvm::Error compile(llvm::StringRef dir) {
   pm.verifyEach = true;
   std::string pipeline = "canonicalize";
   bool differentiate = emitGradients || train;
-  if (!differentiate && (!freezePatterns.empty() || !trainablePatterns.empty()))
-    return fail("--freeze and --trainable need --train or --emit-gradients");
+  if (!differentiate && (!freezePatterns.empty() || !trainablePatterns.empty() || !trainableFile.empty()))
+    return fail("--freeze, --trainable and --trainable-file need --train or --emit-gradients");
+  ParameterOverrides overrides;
+  overrides.freeze = freezePatterns;
+  overrides.trainable = trainablePatterns;
+  if (!trainableFile.empty()) { // read before the passes run: a missing file fails fast
+    auto list = readTrainableList(trainableFile);
+    if (!list)
+      return list.takeError();
+    overrides.list = std::move(*list);
+  }
   if (differentiate) { // fused q/k/v are cut before differentiating, so each piece is a parameter
     pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",classify-parameters";
     if (auto err = pm.addPipeline(pipeline))
       return err;
     if (auto err = pm.run(g))
       return err;
-    if (auto err = applyParameterOverrides(g, freezePatterns, trainablePatterns))
+    if (auto err = applyParameterOverrides(g, overrides))
       return fail(llvm::toString(std::move(err)));
     pm = PassManager();
     pm.verifyEach = true;

@@ -11,6 +11,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/executor/Program.h"
 #include "tools/Commands.h"
+#include "tools/InputRoles.h"
 #include "tools/OutputDir.h"
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
@@ -291,10 +292,19 @@ int launchMain(int argc, char **argv) {
   bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
-  if (auto tensors = readInputFiles(inputs); !tensors)
+  auto tensors = readInputFiles(inputs);
+  if (!tensors)
     return reportError(tool, tensors.takeError());
-  else if (auto err = checkTokenInputs(*plan, *tensors))
+  if (auto err = checkTokenInputs(*plan, *tensors))
     return reportError(tool, std::move(err));
+  if (!trainPlan) { // checked and said here, once; every worker fills the same inputs
+    auto filled = fillRoleInputs(plan->inputs, *tensors);
+    if (!filled)
+      return reportError(tool, filled.takeError());
+    for (const std::string &line : *filled)
+      llvm::outs() << "partita launch: " << line << "\n";
+    llvm::outs().flush();
+  }
   // Outside mpirun the launcher stages the output folder for its workers and
   // puts it in place when every rank succeeded; under an outside mpirun each
   // rank runs a launcher, which only checks the folder: rank 0's worker stages
@@ -481,6 +491,11 @@ static llvm::Error runProgram(int rank, const Plan &planRef, const std::string &
   auto g = importOnnx(inDir(planDir, me.forward), ImportOptions());
   if (!g)
     return g.takeError();
+  std::vector<TensorSpec> specs;
+  for (const Value *in : (*g)->inputs())
+    specs.push_back({in->name(), in->type()});
+  if (auto filled = fillRoleInputs(specs, *tensors); !filled) // the launcher printed what it fills
+    return filled.takeError();
   RunOptions ro;
   ro.env = &env;
   ro.repeat = std::max(1, repeat.getValue());

@@ -1,6 +1,7 @@
 //===- RunCommand.cpp - partita run: one model on one CPU rank ------------===//
 #include "compiler/pass/PassManager.h"
 #include "tools/Commands.h"
+#include "tools/InputRoles.h"
 #include "tools/OutputDir.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
@@ -44,6 +45,9 @@ int runMain() {
   opts.shapeFlag = "--input";
   for (const auto &e : *tensors)
     opts.inputShapes[e.getKey()] = e.second.shape();
+  if (auto ids = tokenIdsShape(*tensors)) // the dynamic shape of an input fillRoleInputs may fill
+    for (const char *name : kFillableInputs)
+      opts.dynamicDimHints[name] = *ids;
   auto g = importOnnx(model, opts);
   if (!g)
     return reportError(tool, g.takeError());
@@ -52,6 +56,14 @@ int runMain() {
     return reportError(tool, std::move(err));
   if (auto err = pm.run(**g))
     return reportError(tool, std::move(err));
+  std::vector<TensorSpec> specs;
+  for (const Value *in : (*g)->inputs())
+    specs.push_back({in->name(), in->type()});
+  auto filled = fillRoleInputs(specs, *tensors);
+  if (!filled)
+    return reportError(tool, filled.takeError());
+  for (const std::string &line : *filled)
+    llvm::outs() << tool << ": " << line << "\n";
   RunOptions ro;
   ro.repeat = repeat;
   ro.profile = profile;

@@ -7,6 +7,7 @@
 // loss.csv; every rank writes its parameter shards at the end.
 //===----------------------------------------------------------------------===//
 #include "tools/TrainRank.h"
+#include "tools/InputRoles.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "runtime/executor/Program.h"
 #include "tools/TokenFile.h"
@@ -54,77 +55,6 @@ static double lrFactor(int64_t k, const TrainOptions &o) {
   if (o.schedule == "linear")
     return 1.0 - p * (1.0 - lo);
   return lo + (1.0 - lo) * 0.5 * (1.0 + std::cos(M_PI * p));
-}
-
-static const char *kRoleOptions =
-    "the training loop feeds token ids (the one integer [batch, seq] input, or launch --ids-input NAME), labels, "
-    "attention_mask (ones) and position_ids (0..seq-1)";
-
-llvm::Expected<std::map<std::string, InputRole>> trainingInputRoles(const std::vector<TensorSpec> &inputs,
-                                                                    llvm::StringRef idsInput, int64_t batch,
-                                                                    int64_t seq) {
-  auto cannotFeed = [](const TensorSpec &in) {
-    return fail("input '" + in.name + "' (" + in.type.str() + "): the training loop cannot feed it; " +
-                kRoleOptions);
-  };
-  if (!idsInput.empty()) {
-    std::string names;
-    for (const TensorSpec &in : inputs)
-      names += (names.empty() ? "" : ", ") + in.name;
-    if (!llvm::any_of(inputs, [&](const TensorSpec &in) { return in.name == idsInput; }))
-      return fail("--ids-input " + idsInput + ": the program has no such input (its inputs: " + names + ")");
-  }
-  // Roles first, then the shapes, in input order.
-  std::map<std::string, InputRole> roles;
-  std::vector<const TensorSpec *> candidates; // integer rank-2 inputs without a role yet
-  for (const TensorSpec &in : inputs) {
-    bool integer = !isFloat(in.type.dtype);
-    if (in.name == idsInput)
-      roles[in.name] = InputRole::Ids;
-    else if (in.name == "labels")
-      roles[in.name] = InputRole::Labels;
-    else if (in.name == "attention_mask")
-      roles[in.name] = InputRole::AttentionMask;
-    else if (in.name == "position_ids" && integer)
-      roles[in.name] = InputRole::PositionIds;
-    else if (integer && in.type.shape.size() == 2 && idsInput.empty())
-      candidates.push_back(&in);
-    else
-      return cannotFeed(in);
-  }
-  if (idsInput.empty()) {
-    if (candidates.size() != 1) {
-      std::string names;
-      for (const TensorSpec *c : candidates)
-        names += (names.empty() ? "'" : ", '") + c->name + "'";
-      return fail(candidates.empty() ? std::string("the program has no integer [batch, seq] token-id input; ") +
-                                           kRoleOptions
-                                     : "inputs " + names + ": which one holds the token ids? " + kRoleOptions);
-    }
-    roles[candidates[0]->name] = InputRole::Ids;
-  }
-  for (const TensorSpec &in : inputs) {
-    InputRole role = roles.at(in.name);
-    const Shape &s = in.type.shape;
-    if ((role == InputRole::Ids || role == InputRole::Labels) && isFloat(in.type.dtype))
-      return fail("input '" + in.name + "' (" + in.type.str() + "): token ids and labels must be integers");
-    bool fits = s == Shape{batch, seq} || (role == InputRole::PositionIds && s == Shape{1, seq});
-    if (!fits)
-      return fail("the plan was compiled for " + in.name + " " + in.type.str() + ", but --batch " +
-                  llvm::Twine(batch) + " --seq " + llvm::Twine(seq) + " were given");
-  }
-  return roles;
-}
-
-/// The tensors the loop feeds an input of role `role` other than the ids and
-/// labels: ones, or 0..seq-1 per row, in the input's dtype and shape.
-static Tensor constantFeed(InputRole role, const TensorType &type) {
-  const Shape &s = type.shape;
-  std::vector<double> values(numElements(s), 1.0);
-  if (role == InputRole::PositionIds)
-    for (size_t i = 0; i < values.size(); ++i)
-      values[i] = static_cast<double>(static_cast<int64_t>(i) % s.back());
-  return Tensor::fromDoubles(type.dtype, s, values);
 }
 
 /// The training loop of one rank: forward+backward, then the AdamW step

@@ -229,6 +229,11 @@ private:
     } else {
       if (!tt.has_shape())
         return fail("input '" + in.name() + "' has no shape; give it with " + opts_.shapeFlag + " " + in.name());
+      auto hint = opts_.dynamicDimHints.find(in.name());
+      const Shape *hinted = hint != opts_.dynamicDimHints.end() &&
+                                    hint->second.size() == static_cast<size_t>(tt.shape().dim_size())
+                                ? &hint->second
+                                : nullptr;
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto &d = tt.shape().dim(i);
         if (d.has_dim_value() && d.dim_value() <= 0) {
@@ -241,6 +246,10 @@ private:
                       (d.dim_value() < 0 ? "negative dimension " + std::to_string(d.dim_value())
                                          : std::string("a dimension of size 0")) +
                       " (dimension " + llvm::Twine(i) + " of [" + dims + "]); Partita needs positive sizes");
+        }
+        if (!d.has_dim_value() && hinted) {
+          type.shape.push_back((*hinted)[i]);
+          continue;
         }
         if (!d.has_dim_value())
           return fail("input '" + in.name() + "' has dynamic dimension '" +

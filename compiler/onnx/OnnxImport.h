@@ -18,6 +18,12 @@ struct ImportOptions {
   /// the program is specialised to them (a static-shape compiler needs the
   /// values of inputs that feed shape operands, e.g. Reshape's shape).
   llvm::StringMap<Tensor> inputValues;
+  /// Sizes for the dynamic dimensions of inputs not in `inputShapes`: each
+  /// dynamic dimension i of input NAME takes dimension i of NAME's hint (a
+  /// hint of another rank is unused, as is one for an input the model lacks).
+  /// `partita run` sets them for the inputs it may fill (attention_mask,
+  /// position_ids) from the token ids' shape.
+  llvm::StringMap<Shape> dynamicDimHints;
   /// How diagnostics name the option that sets input shapes.
   std::string shapeFlag = "--input-shape";
 };
