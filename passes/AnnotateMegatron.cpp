@@ -124,7 +124,7 @@ public:
 
     // Row/column pairs (attention and MLP blocks).
     for (Node *n : g.nodes()) {
-      Node *w = n->isErased() ? nullptr : projectionWeight(n);
+      Node *w = n->isErased() ? nullptr : ownWeight(n);
       if (!w || assigned.count(n) || n->input(0)->type().rank() < 1)
         continue;
       PairSearch search{tp_, {}, {}, false, ""};
@@ -177,14 +177,28 @@ public:
                            " (as Megatron's --make-vocab-size-divisible-by does)");
         continue;
       }
-      if (w->output()->users().size() == 1)
-        setLayout(w->output(), axis_, Layout::split(0));
+      const Value *table = w->output();
+      if (std::all_of(table->users().begin(), table->users().end(), [&](const Node *u) {
+            return (u->is("Gather") && u->input(0) == table && u->intAttr("axis", 0) == 0) || tiedHeadTable(u) ||
+                   u->is("EmbeddingGrad", "partita") || // its backward (reads the table's shape)
+                   (w->hasAttr("tied") && isHeadOperand(u, table)); // the tied head's backward, dY E
+          }))
+        setLayout(w->output(), axis_, Layout::split(0)); // a tied head follows: split over the vocabulary too
       g.coverage.push_back("embedding: vocab-parallel " + n->describe());
     }
 
-    // LM head: an unpaired projection producing a graph output.
+    // LM head: an unpaired projection producing a graph output; tied to an
+    // embedding (MatMul by its transpose), it is split as the table is.
     for (Node *n : g.nodes()) {
-      Node *w = projectionWeight(n);
+      for (Node *u : n->output()->users())
+        if (const Node *table = tiedHeadTable(n);
+            table && !assigned.count(u) && g.isGraphOutput(u->output()) && isHeadOperand(u, n->output())) {
+          assigned.insert(u);
+          bool split = table->output()->sharding() && !table->output()->sharding()->isReplicated();
+          g.coverage.push_back("lm head: " + std::string(split ? "vocab-parallel (column)" : "replicated") +
+                               ", tied to embedding '" + table->stringAttr("name", "") + "' " + u->describe());
+        }
+      Node *w = ownWeight(n);
       if (!w || assigned.count(n) || !g.isGraphOutput(n->output()))
         continue;
       int64_t vocab = w->output()->type().shape[1];
@@ -213,7 +227,7 @@ public:
                                                                              : "no projection pair splits its heads";
         blockProblems.push_back("attention block at " + n->describe() + " could not be sharded: " + why);
       }
-      if (projectionWeight(n) && !assigned.count(n)) {
+      if (ownWeight(n) && !assigned.count(n)) {
         if (isLoneProjection(n)) { // Megatron replicates a pooler or a classifier's hidden layer
           g.coverage.push_back("lone projection " + n->describe() +
                                ": replicated (outside any attention or MLP block: no Softmax and no other "
@@ -354,6 +368,27 @@ private:
             queue.push_back(u);
         }
     return nullptr;
+  }
+
+  /// The embedding table a tied head reads: `t` is Transpose(perm [1,0]) of a
+  /// Weight that tie-embeddings tied a head to.
+  static const Node *tiedHeadTable(const Node *t) {
+    if (!t->is("Transpose") || t->intsAttr("perm") != std::vector<int64_t>{1, 0})
+      return nullptr;
+    const Node *w = t->input(0)->definingNode();
+    return w && w->is("Weight") && w->hasAttr("tied") ? w : nullptr;
+  }
+
+  /// A projection's weight, unless it is an embedding a head is tied to: a
+  /// product by the table itself is the tied head's own math (its backward
+  /// dX = dY E), split as the table is.
+  static Node *ownWeight(const Node *n) {
+    Node *w = projectionWeight(n);
+    return w && !w->hasAttr("tied") ? w : nullptr;
+  }
+
+  static bool isHeadOperand(const Node *u, const Value *w) {
+    return (u->is("MatMul") || u->is("Linear", "partita")) && u->input(1) == w;
   }
 
   /// Sets the weight (and, for column-parallel Linear, the bias) layout.

@@ -12,7 +12,7 @@ void registerAllPasses() {
                              commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
                              insertCollectivesPass, hoistShardSlicesPass, localizePass, autodiffPass, addLossPass, splitFusedProjectionsPass,
-                             classifyParametersPass})
+                             classifyParametersPass, tieEmbeddingsPass})
     PassRegistry::get().add(make());
 }
 

@@ -21,5 +21,6 @@ PassInfo autodiffPass();
 PassInfo addLossPass();
 PassInfo splitFusedProjectionsPass();
 PassInfo classifyParametersPass();
+PassInfo tieEmbeddingsPass();
 
 } // namespace partita

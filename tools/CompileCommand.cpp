@@ -63,6 +63,12 @@ static cl::opt<std::string> trainableFile(
              "ignored); every other float initializer is frozen. Applied first; --freeze, then --trainable, "
              "adjust what it leaves"),
     cl::value_desc("FILE"), cl::sub(compileCmd));
+static cl::opt<bool> untieEmbeddings(
+    "untie-embeddings",
+    cl::desc("Keep an output projection that is a separate initializer equal to an embedding's transpose a "
+             "weight of its own (by default it is tied to the embedding: one parameter, as in the exported "
+             "model; a head that reads the embedding itself stays tied)"),
+    cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -90,6 +96,27 @@ static std::vector<TensorSpec> specsOf(const std::vector<Value *> &values) {
   return out;
 }
 
+/// Where merge writes the parameter Weight node `w` of the global graph: its
+/// initializer (through a transpose or a box when the weight is a reference
+/// to part of one), and the head tied to it.
+static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w) {
+  std::string name = w.stringAttr("name", w.output()->name());
+  const WeightRef *ref = global.weights.find(name);
+  std::vector<ParamTarget> out;
+  out.push_back({ref && !ref->source.empty() ? ref->source : name, ref ? ref->perm : std::vector<int64_t>{},
+                 ref ? ref->viewStart : Shape{}, w.output()->type().shape});
+  llvm::SmallVector<llvm::StringRef, 2> heads;
+  std::string tied = w.stringAttr("tied", "");
+  llvm::StringRef(tied).split(heads, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef h : heads) {
+    const WeightRef *hr = global.weights.find(h);
+    std::string source = hr && !hr->source.empty() ? hr->source : h.str();
+    if (source != out[0].initializer) // a transposed reference to the table's own bytes needs no write
+      out.push_back({source, {1, 0}, {}, w.output()->type().shape});
+  }
+  return out;
+}
+
 /// The AdamW step program over this rank's parameter shards (rank<k>/step.onnx);
 /// records the parameter order in the plan.
 static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::StringRef rankDir, const RankPlan &r,
@@ -97,6 +124,7 @@ static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::Strin
   std::vector<std::string> names;
   std::vector<TensorType> types;
   std::vector<bool> sharded;
+  std::vector<std::vector<ParamTarget>> targets;
   for (const Value *out : local.outputs()) {
     llvm::StringRef n(out->name());
     if (!n.consume_front("grad."))
@@ -108,11 +136,15 @@ static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::Strin
     types.push_back(w->type());
     const Value *gw = global.findValue(n);
     sharded.push_back(gw && gw->type().shape != w->type().shape);
+    if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
+      return fail("parameter " + n + " is no weight of the global graph");
+    targets.push_back(paramTargets(global, *gw->definingNode()));
   }
   if (r.rank == 0) {
     plan.params = names;
     plan.paramSharded = sharded;
     plan.paramTypes = types;
+    plan.paramTargets = targets;
   }
   else if (plan.params != names)
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
@@ -186,7 +218,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   Graph &g = **imported;
   PassManager pm;
   pm.verifyEach = true;
-  std::string pipeline = "canonicalize";
+  std::string pipeline = untieEmbeddings ? "canonicalize,tie-embeddings{by-value=0}" : "canonicalize,tie-embeddings";
   bool differentiate = emitGradients || train;
   if (!differentiate && (!freezePatterns.empty() || !trainablePatterns.empty() || !trainableFile.empty()))
     return fail("--freeze, --trainable and --trainable-file need --train or --emit-gradients");
@@ -229,6 +261,10 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   if (auto err = pm.run(g))
     return err;
+  for (const Node *n : g.nodes())
+    if (n->is("Weight") && n->hasAttr("tied"))
+      g.coverage.push_back("tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
+                           n->stringAttr("name", "") + "': one parameter (--untie-embeddings keeps them apart)");
   std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
   std::vector<ParameterClass> classes; // before localize turns weights into shards
   if (differentiate)

@@ -4,10 +4,11 @@
 //
 // Writes the original model with its initializers replaced by the trained
 // parameters: each parameter's per-rank shards (trained/rank<k>/<name>.npy)
-// are concatenated along the dimension the shards split, and pieces of a
-// fused weight (parameters named "<weight>[a:b,c:d]", the views
-// split-fused-projections makes) are written back into their box. The result
-// is a plain ONNX model any runtime loads.
+// are concatenated along the dimension the shards split and written where the
+// plan's param_targets say: the initializer itself, a box of it (a piece of a
+// fused q/k/v weight), its transpose (a Gemm transB weight), and for an
+// embedding with a tied head the head too. The result is a plain ONNX model
+// any runtime loads.
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Npy.h"
 #include "tools/Commands.h"
@@ -85,6 +86,42 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
     for (size_t p = 0; p < parts.size(); ++p)
       std::memcpy(bytes->data() + (o * parts.size() + p) * row, parts[p].data() + o * row, row);
   return Tensor(parts[0].dtype(), full, std::move(bytes));
+}
+
+/// Writes `trained` into `stored` where target `t` says: the box at t.start of
+/// transpose(stored, t.perm).
+static llvm::Error writeTarget(Tensor &stored, const Tensor &trained, const ParamTarget &t) {
+  Tensor logical = t.perm.empty() ? stored : transposeTensor(stored, t.perm);
+  const Shape &full = logical.shape(), &size = trained.shape();
+  Shape start = t.start.empty() ? Shape(full.size(), 0) : t.start;
+  bool fits = trained.dtype() == logical.dtype() && full.size() == size.size() && start.size() == full.size() &&
+              (t.perm.empty() || t.perm.size() == stored.shape().size());
+  for (size_t d = 0; fits && d < full.size(); ++d)
+    fits = start[d] >= 0 && start[d] + size[d] <= full[d];
+  if (!fits)
+    return fail("the box does not fit");
+  size_t es = dtypeSize(trained.dtype());
+  auto bytes = std::make_shared<std::vector<uint8_t>>(logical.data(), logical.data() + logical.byteSize());
+  int64_t rowLen = size.empty() ? 1 : size.back(), rows = numElements(size) / std::max<int64_t>(rowLen, 1);
+  for (int64_t r = 0; r < rows; ++r) { // copy the box in row by row
+    int64_t rem = r, off = full.empty() ? 0 : start.back(), stride = 1;
+    for (int64_t d = static_cast<int64_t>(full.size()) - 2; d >= 0; --d) {
+      stride *= full[d + 1];
+      off += (start[d] + rem % size[d]) * stride;
+      rem /= size[d];
+    }
+    std::memcpy(bytes->data() + off * es, trained.data() + r * rowLen * es, rowLen * es);
+  }
+  Tensor written(logical.dtype(), full, std::move(bytes));
+  if (t.perm.empty()) {
+    stored = written;
+    return llvm::Error::success();
+  }
+  std::vector<int64_t> inverse(t.perm.size());
+  for (size_t d = 0; d < t.perm.size(); ++d)
+    inverse[t.perm[d]] = static_cast<int64_t>(d);
+  stored = transposeTensor(written, inverse);
+  return llvm::Error::success();
 }
 
 /// The metadata key a merged model carries.
@@ -171,40 +208,20 @@ static llvm::Error merge() {
     auto copy = std::make_shared<std::vector<uint8_t>>(t->data(), t->data() + t->byteSize());
     return &(updated[name] = Tensor(t->dtype(), t->shape(), copy));
   };
+  if (plan->paramTargets.size() != plan->params.size())
+    return fail(planPath + ": records no param_targets (compiled by an older Partita? compile again)");
   for (size_t i = 0; i < plan->params.size(); ++i) {
     const std::string &name = plan->params[i];
-    std::string base;
-    Shape start, size;
-    bool view = parseWeightViewName(name, base, start, size);
-    auto target = current(view ? base : name);
-    if (!target)
-      return fail("parameter '" + name + "': " + llvm::toString(target.takeError()));
-    auto trained = gatherShards(*plan, i, view ? size : (*target)->shape());
+    auto trained = gatherShards(*plan, i, plan->paramTargets[i][0].shape);
     if (!trained)
       return trained.takeError();
-    if (!view) {
-      if (trained->type() != (*target)->type())
-        return fail("parameter '" + name + "' is " + trained->type().str() + ", the model's is " + (*target)->type().str());
-      std::memcpy(const_cast<uint8_t *>((*target)->data()), trained->data(), trained->byteSize());
-      continue;
-    }
-    const Shape &full = (*target)->shape();
-    bool fits = full.size() == start.size() && trained->dtype() == (*target)->dtype();
-    for (size_t d = 0; fits && d < full.size(); ++d)
-      fits = start[d] >= 0 && start[d] + size[d] <= full[d];
-    if (!fits)
-      return fail("parameter '" + name + "' (" + trained->type().str() + ") does not fit weight '" + base + "' (" +
-                  (*target)->type().str() + ")");
-    size_t es = dtypeSize(trained->dtype());
-    int64_t rowLen = size.back(), rows = numElements(size) / std::max<int64_t>(rowLen, 1);
-    for (int64_t r = 0; r < rows; ++r) { // copy the box back row by row
-      int64_t rem = r, off = start.back(), stride = 1;
-      for (int64_t d = static_cast<int64_t>(full.size()) - 2; d >= 0; --d) {
-        stride *= full[d + 1];
-        off += (start[d] + rem % size[d]) * stride;
-        rem /= size[d];
-      }
-      std::memcpy(const_cast<uint8_t *>((*target)->data()) + off * es, trained->data() + r * rowLen * es, rowLen * es);
+    for (const ParamTarget &t : plan->paramTargets[i]) {
+      auto target = current(t.initializer);
+      if (!target)
+        return fail("parameter '" + name + "': " + llvm::toString(target.takeError()));
+      if (auto err = writeTarget(**target, *trained, t))
+        return fail("parameter '" + name + "' (" + trained->type().str() + ") does not fit initializer '" +
+                    t.initializer + "' (" + (*target)->type().str() + "): " + llvm::toString(std::move(err)));
     }
   }
   for (auto &[name, t] : updated) {

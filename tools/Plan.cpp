@@ -129,6 +129,20 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
     ranges[name] = rows;
   for (bool b : p.paramSharded)
     sharded.push_back(b);
+  auto ints = [](llvm::ArrayRef<int64_t> v) {
+    llvm::json::Array a;
+    for (int64_t x : v)
+      a.push_back(x);
+    return a;
+  };
+  llvm::json::Array targets;
+  for (const auto &ts : p.paramTargets) {
+    llvm::json::Array one;
+    for (const ParamTarget &t : ts)
+      one.push_back(llvm::json::Object{
+          {"initializer", t.initializer}, {"perm", ints(t.perm)}, {"start", ints(t.start)}, {"shape", ints(t.shape)}});
+    targets.push_back(std::move(one));
+  }
   llvm::json::Array initializers;
   for (const InitializerClass &c : p.initializers)
     initializers.push_back(llvm::json::Object{{"name", c.name}, {"trainable", c.trainable}, {"reason", c.reason}});
@@ -143,6 +157,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"params", std::move(params)},
                           {"param_sharded", std::move(sharded)},
                           {"param_types", specs(typeSpecs)},
+                          {"param_targets", std::move(targets)},
                           {"index_ranges", std::move(ranges)},
                           {"initializers", std::move(initializers)},
                           {"vocab", p.vocab}};
@@ -236,6 +251,35 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
       return bad("param_types do not match params");
     for (const TensorSpec &t : typeSpecs)
       p.paramTypes.push_back(t.type);
+  }
+  if (const auto *targets = root->getArray("param_targets")) {
+    auto readInts = [](const llvm::json::Object &o, llvm::StringRef key, auto &out) {
+      const auto *a = o.getArray(key);
+      for (size_t i = 0; a && i < a->size(); ++i)
+        if (auto v = (*a)[i].getAsInteger())
+          out.push_back(*v);
+        else
+          return false;
+      return a != nullptr;
+    };
+    for (const auto &ts : *targets) {
+      const auto *arr = ts.getAsArray();
+      if (!arr || arr->empty())
+        return bad("bad param_targets entry");
+      std::vector<ParamTarget> one;
+      for (const auto &t : *arr) {
+        const auto *o = t.getAsObject();
+        ParamTarget pt;
+        if (!o || !o->getString("initializer") || !readInts(*o, "perm", pt.perm) ||
+            !readInts(*o, "start", pt.start) || !readInts(*o, "shape", pt.shape))
+          return bad("bad param_targets entry");
+        pt.initializer = o->getString("initializer")->str();
+        one.push_back(std::move(pt));
+      }
+      p.paramTargets.push_back(std::move(one));
+    }
+    if (p.paramTargets.size() != p.params.size())
+      return bad("param_targets do not match params");
   }
   if (const auto *ranges = root->getObject("index_ranges"))
     for (const auto &kv : *ranges)

@@ -19,6 +19,18 @@ struct InitializerClass {
   std::string reason;
 };
 
+/// Where a trained parameter goes in the input model: initializer
+/// `initializer` seen as transpose(stored, perm) (perm empty: as stored), the
+/// box of `shape` at `start` (start empty: the whole of it). A fused q/k/v
+/// piece is a box; a Gemm transB weight is a transpose; an embedding with a
+/// tied head has a second target, the head (the embedding's transpose).
+struct ParamTarget {
+  std::string initializer;
+  std::vector<int64_t> perm;
+  Shape start;
+  Shape shape; // the whole parameter's shape (the shards concatenated)
+};
+
 struct RankPlan {
   int64_t rank = 0;
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
@@ -46,6 +58,8 @@ struct Plan {
   /// Per param: the dtype and shape of one rank's shard (what the step
   /// program updates and launch writes; merge checks the files against it).
   std::vector<TensorType> paramTypes;
+  /// Per param: where `partita merge` writes it (at least one target).
+  std::vector<std::vector<ParamTarget>> paramTargets;
   /// Training plans: the vocabulary the loss ranges over (0: unknown).
   int64_t vocab = 0;
   /// Integer inputs that index an embedding table, and the table's rows: a

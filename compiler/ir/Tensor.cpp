@@ -222,4 +222,26 @@ size_t Tensor::hash() const {
                             llvm::hash_combine_range(data(), data() + byteSize()));
 }
 
+Tensor transposeTensor(const Tensor &t, llvm::ArrayRef<int64_t> perm) {
+  const Shape &in = t.shape();
+  int64_t rank = static_cast<int64_t>(in.size()), n = t.numel();
+  size_t elem = dtypeSize(t.dtype());
+  Shape out;
+  for (int64_t d : perm)
+    out.push_back(in[d]);
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * in[d + 1];
+  auto bytes = std::make_shared<std::vector<uint8_t>>(n * elem);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, src = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      src += (rem % out[d]) * strides[perm[d]];
+      rem /= out[d];
+    }
+    std::memcpy(bytes->data() + i * elem, t.data() + src * elem, elem);
+  }
+  return Tensor(t.dtype(), std::move(out), std::move(bytes));
+}
+
 } // namespace partita

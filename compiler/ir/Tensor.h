@@ -68,6 +68,9 @@ private:
   std::shared_ptr<const std::vector<uint8_t>> bytes_;
 };
 
+/// `t` transposed: result dim i is `t`'s dim perm[i] (numpy.transpose).
+Tensor transposeTensor(const Tensor &t, llvm::ArrayRef<int64_t> perm);
+
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);
 float bf16ToFloat(uint16_t h);

@@ -60,17 +60,18 @@ WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t>
 }
 
 namespace {
-/// Copies the box [start, start+size) out of a row-major tensor of `shape`.
-std::shared_ptr<std::vector<uint8_t>> sliceBox(const uint8_t *data, llvm::ArrayRef<int64_t> shape,
-                                               llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
-                                               size_t elem) {
-  auto out = std::make_shared<std::vector<uint8_t>>(numElements(size) * elem);
+/// Copies the box [start, start+size) out of a row-major tensor of `shape`,
+/// one innermost row at a time: copyRow(dst, first element, elements) reads
+/// the row starting at that element of the whole tensor. False when a read
+/// failed.
+template <typename CopyRow>
+bool copyBox(uint8_t *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> start,
+             llvm::ArrayRef<int64_t> size, size_t elem, CopyRow copyRow) {
   int64_t rank = static_cast<int64_t>(shape.size());
-  if (rank == 0 || out->empty()) {
-    if (!out->empty())
-      std::memcpy(out->data(), data, elem);
-    return out;
-  }
+  if (numElements(size) == 0)
+    return true;
+  if (rank == 0)
+    return copyRow(out, 0, 1);
   std::vector<int64_t> strides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
@@ -81,11 +82,63 @@ std::shared_ptr<std::vector<uint8_t>> sliceBox(const uint8_t *data, llvm::ArrayR
       src += (start[d] + rem % size[d]) * strides[d];
       rem /= size[d];
     }
-    std::memcpy(out->data() + r * rowLen * elem, data + src * elem, rowLen * elem);
+    if (!copyRow(out + r * rowLen * elem, src, rowLen))
+      return false;
   }
+  return true;
+}
+
+std::shared_ptr<std::vector<uint8_t>> sliceBox(const uint8_t *data, llvm::ArrayRef<int64_t> shape,
+                                               llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
+                                               size_t elem) {
+  auto out = std::make_shared<std::vector<uint8_t>>(numElements(size) * elem);
+  copyBox(out->data(), shape, start, size, elem, [&](uint8_t *dst, int64_t first, int64_t n) {
+    std::memcpy(dst, data + first * elem, n * elem);
+    return true;
+  });
   return out;
 }
 } // namespace
+
+llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
+                                            llvm::ArrayRef<int64_t> size) const {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
+  };
+  const WeightRef *ref = find(name);
+  if (!ref || !ref->hasData())
+    return fail("no data is attached (graph parsed from IR text?)");
+  const Shape &shape = ref->type.shape;
+  bool inside = start.size() == shape.size() && size.size() == shape.size();
+  for (size_t d = 0; inside && d < shape.size(); ++d)
+    inside = start[d] >= 0 && size[d] >= 0 && start[d] + size[d] <= shape[d];
+  if (!inside)
+    return fail("box outside the tensor " + ref->type.str());
+  if (!ref->viewStart.empty() || !ref->perm.empty()) { // a view or transpose: through the whole tensor
+    auto whole = load(name);
+    if (!whole)
+      return whole.takeError();
+    return Tensor(ref->type.dtype, Shape(size.begin(), size.end()),
+                  sliceBox(whole->data(), shape, start, size, dtypeSize(ref->type.dtype)));
+  }
+  size_t elem = dtypeSize(ref->type.dtype);
+  if (ref->inlineBytes)
+    return Tensor(ref->type.dtype, Shape(size.begin(), size.end()),
+                  sliceBox(ref->inlineBytes->data(), shape, start, size, elem));
+  std::ifstream in(ref->file, std::ios::binary);
+  if (!in)
+    return fail("cannot open external data file '" + ref->file + "'");
+  auto out = std::make_shared<std::vector<uint8_t>>(numElements(size) * elem);
+  bool ok = copyBox(out->data(), shape, start, size, elem, [&](uint8_t *dst, int64_t first, int64_t n) {
+    in.seekg(static_cast<std::streamoff>(ref->offset + first * elem));
+    in.read(reinterpret_cast<char *>(dst), static_cast<std::streamsize>(n * elem));
+    return static_cast<bool>(in);
+  });
+  if (!ok)
+    return fail("external data file '" + ref->file + "' is shorter than offset " + llvm::Twine(ref->offset) +
+                " + length " + llvm::Twine(ref->length));
+  return Tensor(ref->type.dtype, Shape(size.begin(), size.end()), std::move(out));
+}
 
 llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   auto fail = [&](const llvm::Twine &msg) {
@@ -106,32 +159,11 @@ llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
     if (!full)
       return full.takeError();
     size_t elem = dtypeSize(ref->type.dtype);
-    Shape logical = ref->storedShape;
-    std::shared_ptr<std::vector<uint8_t>> permuted;
-    const uint8_t *data = full->data();
-    if (!ref->perm.empty()) {
-      // Transpose: logical index -> stored index.
-      logical.clear();
-      for (int64_t d : ref->perm)
-        logical.push_back(ref->storedShape[d]);
-      int64_t rank = static_cast<int64_t>(logical.size()), n = numElements(logical);
-      std::vector<int64_t> storedStrides(rank, 1);
-      for (int64_t d = rank - 2; d >= 0; --d)
-        storedStrides[d] = storedStrides[d + 1] * ref->storedShape[d + 1];
-      permuted = std::make_shared<std::vector<uint8_t>>(n * elem);
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t rem = i, src = 0;
-        for (int64_t d = rank - 1; d >= 0; --d) {
-          src += (rem % logical[d]) * storedStrides[ref->perm[d]];
-          rem /= logical[d];
-        }
-        std::memcpy(permuted->data() + i * elem, data + src * elem, elem);
-      }
-      data = permuted->data();
-    }
+    Tensor logical = ref->perm.empty() ? *full : transposeTensor(*full, ref->perm);
     if (ref->viewStart.empty())
-      return Tensor(ref->type.dtype, ref->type.shape, permuted);
-    return Tensor(ref->type.dtype, ref->type.shape, sliceBox(data, logical, ref->viewStart, ref->type.shape, elem));
+      return logical;
+    return Tensor(ref->type.dtype, ref->type.shape,
+                  sliceBox(logical.data(), logical.shape(), ref->viewStart, ref->type.shape, elem));
   }
   if (ref->inlineBytes)
     return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes);

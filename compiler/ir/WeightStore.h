@@ -29,6 +29,9 @@ struct WeightRef {
   /// Logical tensor = transpose(stored, perm) (a Gemm's transB folded into
   /// the reference); the view box applies to the logical tensor.
   std::vector<int64_t> perm;
+  /// The model's initializer holding the bytes (views and transposes keep
+  /// it): where `partita merge` writes a trained parameter back.
+  std::string source;
 
   bool hasData() const { return inlineBytes || !file.empty(); }
   /// This weight restricted to `start` + `size` (relative to this view).
@@ -51,6 +54,10 @@ public:
   /// Reads (or shares) the weight's bytes. Fails when the weight has no data
   /// (e.g. a graph parsed from IR text) or its file cannot be read.
   llvm::Expected<Tensor> load(llvm::StringRef name) const;
+  /// The box [start, start + size) of the weight, reading only its rows from
+  /// an external data file (memory: the box, not the weight).
+  llvm::Expected<Tensor> loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
+                                 llvm::ArrayRef<int64_t> size) const;
   const llvm::StringMap<WeightRef> &all() const { return refs_; }
 
 private:

@@ -332,6 +332,7 @@ private:
       ref.length = expected;
     }
     ref.type = type;
+    ref.source = t.name();
     g_->weights.add(t.name(), ref);
     Node *n = g_->createNode("Weight", {}, {t.name()});
     n->setAttr("name", Attribute::ofString(t.name()));

@@ -1,0 +1,171 @@
+//===- TieEmbeddings.cpp - tie-embeddings pass ----------------------------===//
+//
+// Ties an output projection to the token embedding it was tied to in the
+// model torch exported. torch.onnx writes a tied LM head (GPT-2, BERT's MLM
+// decoder, T5) as a second initializer holding the embedding's transpose, or,
+// unfolded, as a Transpose (Gemm transB) of the embedding itself, which
+// fold-constants turns into a transposed view of it. Either way the graph
+// then holds two weights, which training would update apart: not the model
+// the user exported. This pass makes the head read Transpose(embedding), so
+// there is one parameter, its gradient is the sum of both uses (autodiff adds
+// them), and under tensor parallelism the head is split over the vocabulary
+// exactly as the embedding is.
+//
+// A candidate is a 2-D float weight W [H, V] used only as a projection's
+// weight (MatMul/Linear operand 1), and an embedding E [V, H] (the table of a
+// Gather on axis 0 by non-constant indices) of the same dtype. They are tied
+// when W is a transposed reference to E's bytes (the model's own tie, always
+// kept), or, with by-value=1 (the default), when every element of W equals
+// E's transpose bit for bit (read in blocks: memory stays a block, not the
+// weights). The embedding's Weight node records the head's
+// initializer in attribute `tied` so the plan, `inspect` and `partita merge`
+// (which writes the trained embedding's transpose back into it) know.
+//
+//   %e = Weight() {name = "wte.weight"} : f32[64,32]
+//   %w = Weight() {name = "onnx::MatMul_262"} : f32[32,64]   ; == transpose(%e)
+//   %y = MatMul(%h, %w)
+//     →  %t = Transpose(%e) {perm = [1, 0]};  %y = MatMul(%h, %t)
+//        %e = Weight() {name = "wte.weight", tied = "onnx::MatMul_262"}
+//===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
+#include "passes/Passes.h"
+#include <algorithm>
+#include <cstring>
+
+namespace partita {
+
+namespace {
+
+bool isProjectionOperand(const Node &user, const Value *w) {
+  return (user.is("MatMul") || user.is("Linear", "partita")) && user.input(1) == w && user.input(0) != w;
+}
+
+/// The embedding tables: Weights gathered on axis 0 by indices the program is given.
+std::vector<Node *> embeddingTables(const Graph &g) {
+  std::vector<Node *> tables;
+  for (Node *n : g.nodes()) {
+    if (!n->is("Gather") || n->intAttr("axis", 0) != 0 || constantValue(n->input(1)))
+      continue;
+    Node *w = n->input(0)->definingNode();
+    if (w && w->is("Weight") && w->output()->type().rank() == 2 && isFloat(w->output()->type().dtype) &&
+        std::find(tables.begin(), tables.end(), w) == tables.end())
+      tables.push_back(w);
+  }
+  return tables;
+}
+
+/// `head` refers to the bytes of `table` transposed (a folded Transpose or transB).
+bool isTransposedReference(const WeightRef &head, const WeightRef &table) {
+  bool plainTable = table.viewStart.empty() && table.perm.empty();
+  bool transposed = head.viewStart.empty() && head.perm == std::vector<int64_t>{1, 0};
+  bool sameBytes = head.inlineBytes ? head.inlineBytes == table.inlineBytes
+                                    : !head.file.empty() && head.file == table.file && head.offset == table.offset;
+  return plainTable && transposed && sameBytes && head.storedShape == table.type.shape;
+}
+
+/// Every element of `head` [H, V] equals `table` [V, H] transposed, compared
+/// in blocks of table rows; the first block is small, so a different head
+/// (the usual case) is rejected after reading a few rows.
+llvm::Expected<bool> equalsTranspose(const WeightStore &weights, const std::string &head, const std::string &table,
+                                     const Shape &tableShape, DType dtype) {
+  int64_t vocab = tableShape[0], hidden = tableShape[1];
+  size_t elem = dtypeSize(dtype);
+  int64_t blockRows = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(1, hidden * elem));
+  for (int64_t v0 = 0, rows = 1; v0 < vocab; v0 += rows, rows = std::min(blockRows, rows * 64)) {
+    rows = std::min(rows, vocab - v0);
+    auto e = weights.loadBox(table, {v0, 0}, {rows, hidden});
+    if (!e)
+      return e.takeError();
+    auto w = weights.loadBox(head, {0, v0}, {hidden, rows});
+    if (!w)
+      return w.takeError();
+    for (int64_t v = 0; v < rows; ++v)
+      for (int64_t h = 0; h < hidden; ++h)
+        if (std::memcmp(e->data() + (v * hidden + h) * elem, w->data() + (h * rows + v) * elem, elem) != 0)
+          return false;
+  }
+  return true;
+}
+
+class TieEmbeddings : public Pass {
+public:
+  llvm::StringRef name() const override { return "tie-embeddings"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "by-value") {
+      byValue_ = value != "0" && value != "false";
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
+
+  llvm::Error run(Graph &g) override {
+    std::vector<Node *> tables = embeddingTables(g);
+    if (tables.empty())
+      return llvm::Error::success();
+    for (Node *w : g.nodes()) {
+      if (!w->is("Weight") || w->output()->type().rank() != 2 || w->output()->users().empty() ||
+          g.isGraphOutput(w->output()))
+        continue;
+      const Value *wv = w->output();
+      if (!std::all_of(wv->users().begin(), wv->users().end(),
+                       [&](const Node *u) { return isProjectionOperand(*u, wv); }))
+        continue;
+      for (Node *e : tables) {
+        auto tied = sameParameter(g, *w, *e, byValue_);
+        if (!tied)
+          return passError(name(), llvm::toString(tied.takeError()));
+        if (*tied) {
+          tie(g, w, e);
+          break;
+        }
+      }
+    }
+    return g.sortTopologically();
+  }
+
+private:
+  bool byValue_ = true;
+
+  static llvm::Expected<bool> sameParameter(const Graph &g, const Node &head, const Node &table, bool byValue) {
+    const TensorType &ht = head.output()->type(), &tt = table.output()->type();
+    if (&head == &table || ht.dtype != tt.dtype || ht.shape != Shape{tt.shape[1], tt.shape[0]})
+      return false;
+    std::string headName = head.stringAttr("name", ""), tableName = table.stringAttr("name", "");
+    const WeightRef *hr = g.weights.find(headName), *tr = g.weights.find(tableName);
+    if (!hr || !tr || !hr->hasData() || !tr->hasData())
+      return false; // no bytes to compare (a graph parsed from text): left as it is
+    if (isTransposedReference(*hr, *tr))
+      return true;
+    if (!byValue || !hr->viewStart.empty() || !hr->perm.empty() || !tr->viewStart.empty() || !tr->perm.empty())
+      return false;
+    return equalsTranspose(g.weights, headName, tableName, tt.shape, tt.dtype);
+  }
+
+  static void tie(Graph &g, Node *head, Node *table) {
+    Value *e = table->output();
+    Node *t = g.createNode("Transpose", {e}, {e->name() + ".T"}, "", head->stringAttr("name", "") + ".tied");
+    t->setAttr("perm", Attribute::ofInts({1, 0}));
+    t->output()->type() = head->output()->type();
+    std::string prior = table->stringAttr("tied", "");
+    std::string headName = head->stringAttr("name", "");
+    table->setAttr("tied", Attribute::ofString(prior.empty() ? headName : prior + "," + headName));
+    g.replaceAllUsesWith(head->output(), t->output());
+    g.eraseNode(head);
+  }
+};
+
+} // namespace
+
+PassInfo tieEmbeddingsPass() {
+  return {"tie-embeddings", "Tie an output projection equal to an embedding's transpose to that embedding",
+          "Rewrites a projection weight W [H,V] that is bit for bit the transpose of an embedding table E "
+          "[V,H] (or a transposed reference to its bytes) into Transpose(E), so training has one parameter "
+          "with the summed gradient, as the exported model does; records the head's initializer in E's "
+          "attribute `tied`. Reads the two weights in blocks (memory: one block).",
+          "by-value=0|1 (1): also tie a head that is a separate initializer equal to the transpose (0: only a "
+          "head that refers to the embedding's own bytes, which is one weight in the model itself)",
+          [] { return std::make_unique<TieEmbeddings>(); }};
+}
+
+} // namespace partita
