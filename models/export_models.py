@@ -148,6 +148,27 @@ class BertPooler(BertLike):
         return torch.tanh(self.pooler(x[:, 0]))
 
 
+class BertMLM(BertPooler):
+    """Hugging Face's BertForPreTraining without NSP: the pooler output, and the
+    masked-LM head (dense + GELU + LayerNorm, then a decoder tied to the word
+    embeddings, with its own bias) as output 0, the logits a loss reads. The
+    attention mask defaults to ones (the training loop feeds ones)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlm_dense = nn.Linear(D, D)
+        self.mlm_ln = nn.LayerNorm(D, eps=1e-12)
+        self.decoder = nn.Linear(D, VOCAB)
+        self.decoder.weight = self.word.weight
+
+    def forward(self, ids, attention_mask=None):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(ids)
+        x = BertLike.forward(self, ids, attention_mask)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.decoder(self.mlm_ln(F.gelu(self.mlm_dense(x)))), pooled
+
+
 class TorchEncoder(nn.Module):
     """nn.TransformerEncoder over embedded tokens."""
 
@@ -312,10 +333,10 @@ class Seq2Seq(nn.Module):
 
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
-                       "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9}[kind])
+                       "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9, "bert_mlm": 10}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
              "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq,
-             "hf_llama": HFLlama, "bert_pooler": BertPooler}[kind]()
+             "hf_llama": HFLlama, "bert_pooler": BertPooler, "bert_mlm": BertMLM}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():
@@ -332,7 +353,7 @@ def inputs_for(kind, batch, gen):
         return {"src": torch.randint(0, VOCAB, (batch, SEQ), generator=gen),
                 "tgt": torch.randint(0, VOCAB, (batch, SEQ // 2), generator=gen)}
     ids = torch.randint(0, VOCAB, (batch, SEQ), generator=gen)
-    if kind in ("bert", "bert_pooler"):
+    if kind in ("bert", "bert_pooler", "bert_mlm"):
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
         mask[0, SEQ - 5:] = 0  # padding on the first sequence
         return {"ids": ids, "attention_mask": mask}
@@ -380,7 +401,8 @@ def export_static(kind, path, opset=17):
     model = make(kind)
     ins = inputs_for(kind, BATCH, torch.Generator().manual_seed(7))
     with torch.no_grad():
-        torch.onnx.export(model, tuple(ins.values()), path, input_names=list(ins), output_names=["out"],
+        torch.onnx.export(model, tuple(ins.values()), path, input_names=list(ins),
+                          output_names=["out", "pooled"] if kind == "bert_mlm" else ["out"],
                           opset_version=opset, do_constant_folding=True)
     folded_constants_as_initializers(path)
     return {n: v.numpy() for n, v in ins.items()}

@@ -228,7 +228,7 @@ public:
         blockProblems.push_back("attention block at " + n->describe() + " could not be sharded: " + why);
       }
       if (ownWeight(n) && !assigned.count(n)) {
-        if (isLoneProjection(n)) { // Megatron replicates a pooler or a classifier's hidden layer
+        if (isLoneProjection(n, forwardNodes(g))) { // Megatron replicates a pooler or a classifier's hidden layer
           g.coverage.push_back("lone projection " + n->describe() +
                                ": replicated (outside any attention or MLP block: no Softmax and no other "
                                "projection before or after it)");
@@ -311,12 +311,33 @@ private:
   }
 
   /// The first projection reached from `n` through its users.
-  /// A projection outside every attention and MLP block (BERT's pooler): it
-  /// reads no Softmax and no other projection (back to the last norm or
-  /// residual sum), and what it computes reaches no Softmax, no MatMul of two
-  /// activations and no other projection, so it pairs with nothing and
-  /// replicating it costs one small matmul per rank.
-  static bool isLoneProjection(const Node *n) {
+  /// A projection outside every attention and MLP block (BERT's pooler, its
+  /// MLM transform): it reads no Softmax and no other projection (back to the
+  /// last norm or residual sum), and what it computes reaches no Softmax, no
+  /// MatMul of two activations and no other projection before the next norm,
+  /// so it pairs with nothing and replicating it costs one small matmul per
+  /// rank.
+  /// The nodes the model's own outputs (not the gradients autodiff added)
+  /// depend on: the forward pass, the loss included.
+  static llvm::DenseSet<const Node *> forwardNodes(const Graph &g) {
+    llvm::DenseSet<const Node *> seen;
+    std::vector<const Node *> stack;
+    for (const Value *out : g.outputs())
+      if (!llvm::StringRef(out->name()).startswith("grad.") && out->definingNode())
+        stack.push_back(out->definingNode());
+    while (!stack.empty()) {
+      const Node *n = stack.back();
+      stack.pop_back();
+      if (!seen.insert(n).second)
+        continue;
+      for (const Value *in : n->inputs())
+        if (in && in->definingNode())
+          stack.push_back(in->definingNode());
+    }
+    return seen;
+  }
+
+  static bool isLoneProjection(const Node *n, const llvm::DenseSet<const Node *> &forward) {
     // Upstream, back to the block boundary (a norm or a residual sum): an
     // attention output projection reads a Softmax, an MLP's second one the
     // first projection.
@@ -345,10 +366,16 @@ private:
         return false;
       for (const Value *out : queue[i]->outputs())
         for (const Node *u : out->users()) {
+          if (!forward.count(u)) // the backward reads forward values too
+            continue;
           if (u->is("Softmax") || u->is("LogSoftmax") || (u->is("MatMul") && !projectionWeight(u)))
             return false; // attention: scores, or probabilities times values
           if (projectionWeight(u)) // an MLP (or a head it could pair with)
             return false;
+          // A norm needs every feature: nothing after it pairs with this
+          // projection (BERT's MLM transform, dense -> GELU -> LayerNorm -> decoder).
+          if (u->op().find("Norm") != std::string::npos)
+            continue;
           if (seen.insert(u).second)
             queue.push_back(u);
         }
