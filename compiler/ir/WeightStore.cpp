@@ -1,7 +1,9 @@
 //===- WeightStore.cpp ----------------------------------------------------===//
 #include "compiler/ir/WeightStore.h"
+#include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace partita {
 
@@ -39,10 +41,16 @@ WeightRef WeightRef::transposed(llvm::ArrayRef<int64_t> p) const {
   WeightRef t = *this;
   if (t.storedShape.empty())
     t.storedShape = type.shape;
-  t.perm.assign(p.begin(), p.end());
+  // Result dim i is this weight's dim p[i]: stored dim perm[p[i]], and a view's box permutes with it.
+  t.perm.clear();
   t.type.shape.clear();
-  for (int64_t d : p)
+  t.viewStart.clear();
+  for (int64_t d : p) {
+    t.perm.push_back(perm.empty() ? d : perm[d]);
     t.type.shape.push_back(type.shape[d]);
+    if (!viewStart.empty())
+      t.viewStart.push_back(viewStart[d]);
+  }
   return t;
 }
 
@@ -59,124 +67,212 @@ WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t>
   return v;
 }
 
-namespace {
-/// Copies the box [start, start+size) out of a row-major tensor of `shape`,
-/// one innermost row at a time: copyRow(dst, first element, elements) reads
-/// the row starting at that element of the whole tensor. False when a read
-/// failed.
-template <typename CopyRow>
-bool copyBox(uint8_t *out, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> start,
-             llvm::ArrayRef<int64_t> size, size_t elem, CopyRow copyRow) {
+llvm::Error forEachBoxRun(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
+                          llvm::function_ref<llvm::Error(int64_t boxFirst, int64_t first, int64_t count)> visit) {
   int64_t rank = static_cast<int64_t>(shape.size());
   if (numElements(size) == 0)
-    return true;
+    return llvm::Error::success();
   if (rank == 0)
-    return copyRow(out, 0, 1);
+    return visit(0, 0, 1);
+  // Trailing dims the box spans whole are contiguous with the last partial one: one run.
+  int64_t last = rank - 1, inner = 1;
+  while (last > 0 && start[last] == 0 && size[last] == shape[last])
+    inner *= shape[last--];
   std::vector<int64_t> strides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
-  int64_t rowLen = size.back(), rows = numElements(size) / rowLen;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, src = start.back();
-    for (int64_t d = rank - 2; d >= 0; --d) {
-      src += (start[d] + rem % size[d]) * strides[d];
+  int64_t runLen = size[last] * inner, runs = numElements(size.take_front(last));
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t rem = r, first = start[last] * strides[last];
+    for (int64_t d = last - 1; d >= 0; --d) {
+      first += (start[d] + rem % size[d]) * strides[d];
       rem /= size[d];
     }
-    if (!copyRow(out + r * rowLen * elem, src, rowLen))
+    if (auto err = visit(r * runLen, first, runLen))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+/// Where a weight's stored bytes are: one open external data file (read with
+/// pread, so only the bytes asked for) or a buffer in memory.
+class StoredBytes {
+public:
+  StoredBytes(const WeightRef &ref, llvm::StringRef name) : ref_(ref), name_(name) {}
+  ~StoredBytes() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  StoredBytes(const StoredBytes &) = delete;
+  StoredBytes &operator=(const StoredBytes &) = delete;
+
+  llvm::Error open() {
+    if (ref_.inlineBytes)
+      return llvm::Error::success();
+    fd_ = ::open(ref_.file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0)
+      return fail("cannot open external data file '" + ref_.file + "': " + std::strerror(errno));
+    return llvm::Error::success();
+  }
+
+  /// Copies bytes [at, at + n) of the weight's stored bytes to `dst`.
+  llvm::Error read(uint8_t *dst, uint64_t at, uint64_t n) {
+    uint64_t have = ref_.inlineBytes ? ref_.inlineBytes->size() : ref_.length;
+    if (at + n > have)
+      return fail("bytes [" + llvm::Twine(at) + ", " + llvm::Twine(at + n) + ") lie past its " + llvm::Twine(have) +
+                  " stored bytes");
+    if (ref_.inlineBytes) {
+      std::memcpy(dst, ref_.inlineBytes->data() + at, n);
+      return llvm::Error::success();
+    }
+    uint64_t done = 0;
+    while (done < n) {
+      ssize_t got = ::pread(fd_, dst + done, n - done, static_cast<off_t>(ref_.offset + at + done));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0)
+        return fail("cannot read external data file '" + ref_.file + "': " + std::strerror(errno));
+      if (got == 0)
+        return fail("external data file '" + ref_.file + "' is truncated: it ends before byte " +
+                    llvm::Twine(ref_.offset + at + n) + " (the weight is at offset " + llvm::Twine(ref_.offset) +
+                    ", length " + llvm::Twine(ref_.length) + ")");
+      done += static_cast<uint64_t>(got);
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  const WeightRef &ref_;
+  llvm::StringRef name_;
+  int fd_ = -1;
+
+  llvm::Error fail(const llvm::Twine &msg) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name_ + "': " + msg);
+  }
+};
+
+/// A transposed box is read through a buffer of at most this many bytes.
+constexpr int64_t kScatterChunkBytes = 1 << 20;
+
+/// The box of the stored tensor that holds weight `ref` (its view, mapped
+/// through its perm: logical dim i is stored dim perm[i]). False when the
+/// view does not fit the stored tensor.
+bool storedBox(const WeightRef &ref, Shape &stored, Shape &start, Shape &size) {
+  const Shape &logical = ref.type.shape;
+  size_t rank = logical.size();
+  stored = ref.storedShape.empty() ? logical : ref.storedShape;
+  start.assign(rank, 0);
+  size.assign(rank, -1);
+  if (stored.size() != rank || (!ref.viewStart.empty() && ref.viewStart.size() != rank) ||
+      (!ref.perm.empty() && ref.perm.size() != rank))
+    return false;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t s = ref.perm.empty() ? static_cast<int64_t>(i) : ref.perm[i];
+    int64_t at = ref.viewStart.empty() ? 0 : ref.viewStart[i];
+    if (s < 0 || s >= static_cast<int64_t>(rank) || size[s] >= 0 || at < 0 || logical[i] < 0 ||
+        at + logical[i] > stored[s])
       return false;
+    start[s] = at;
+    size[s] = logical[i];
   }
   return true;
 }
 
-std::shared_ptr<std::vector<uint8_t>> sliceBox(const uint8_t *data, llvm::ArrayRef<int64_t> shape,
-                                               llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
-                                               size_t elem) {
-  auto out = std::make_shared<std::vector<uint8_t>>(numElements(size) * elem);
-  copyBox(out->data(), shape, start, size, elem, [&](uint8_t *dst, int64_t first, int64_t n) {
-    std::memcpy(dst, data + first * elem, n * elem);
-    return true;
+/// Reads the box of `stored` into `out` (row-major over `size`): one read per run.
+llvm::Error readBox(StoredBytes &bytes, llvm::ArrayRef<int64_t> stored, llvm::ArrayRef<int64_t> start,
+                    llvm::ArrayRef<int64_t> size, size_t elem, uint8_t *out) {
+  return forEachBoxRun(stored, start, size, [&](int64_t boxFirst, int64_t first, int64_t n) -> llvm::Error {
+    return bytes.read(out + boxFirst * elem, first * elem, n * elem);
   });
-  return out;
+}
+
+/// Reads the box of `stored` into `out` as transpose(box, perm): each run
+/// goes through a small buffer to its places in the result, so the memory is
+/// the result plus one chunk (not a second copy, as transposeTensor would take).
+llvm::Error readTransposedBox(StoredBytes &bytes, llvm::ArrayRef<int64_t> stored, llvm::ArrayRef<int64_t> start,
+                              llvm::ArrayRef<int64_t> size, llvm::ArrayRef<int64_t> perm, size_t elem,
+                              uint8_t *out) {
+  int64_t rank = static_cast<int64_t>(size.size());
+  std::vector<int64_t> strideOfStored(rank); // step in `out` along each stored dim
+  for (int64_t i = rank - 1, stride = 1; i >= 0; --i) {
+    strideOfStored[perm[i]] = stride;
+    stride *= size[perm[i]];
+  }
+  int64_t chunk = std::max<int64_t>(1, kScatterChunkBytes / static_cast<int64_t>(elem));
+  std::vector<uint8_t> buf;
+  return forEachBoxRun(stored, start, size, [&](int64_t boxFirst, int64_t first, int64_t n) -> llvm::Error {
+    for (int64_t done = 0; done < n; done += chunk) {
+      int64_t len = std::min(chunk, n - done);
+      buf.resize(static_cast<size_t>(len) * elem);
+      if (auto err = bytes.read(buf.data(), (first + done) * elem, len * elem))
+        return err;
+      std::vector<int64_t> idx(rank); // the chunk's first element, as an index into the box
+      int64_t dst = 0;
+      for (int64_t rem = boxFirst + done, d = rank - 1; d >= 0; --d) {
+        idx[d] = rem % size[d];
+        rem /= size[d];
+        dst += idx[d] * strideOfStored[d];
+      }
+      for (int64_t k = 0; k < len; ++k) {
+        std::memcpy(out + dst * elem, buf.data() + k * elem, elem);
+        for (int64_t d = rank - 1; d >= 0; --d) { // the box's next element
+          dst += strideOfStored[d];
+          if (++idx[d] < size[d])
+            break;
+          dst -= idx[d] * strideOfStored[d];
+          idx[d] = 0;
+        }
+      }
+    }
+    return llvm::Error::success();
+  });
 }
 } // namespace
 
-llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
-                                            llvm::ArrayRef<int64_t> size) const {
+llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
   };
   const WeightRef *ref = find(name);
   if (!ref || !ref->hasData())
     return fail("no data is attached (graph parsed from IR text?)");
+  if (ref->viewStart.empty() && ref->perm.empty() && ref->inlineBytes)
+    return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes); // shared, not copied
+  Shape stored, start, size;
+  if (!storedBox(*ref, stored, start, size))
+    return fail("its view " + ref->type.str() + " at " + shapeString(ref->viewStart) + " (perm " +
+                shapeString(ref->perm) + ") does not fit its stored tensor " +
+                TensorType{ref->type.dtype, stored, true}.str());
+  StoredBytes bytes(*ref, name);
+  if (auto err = bytes.open())
+    return std::move(err);
+  size_t elem = dtypeSize(ref->type.dtype);
+  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numElements(size)) * elem);
+  bool transposed = false;
+  for (size_t i = 0; i < ref->perm.size(); ++i)
+    transposed = transposed || ref->perm[i] != static_cast<int64_t>(i);
+  if (auto err = transposed ? readTransposedBox(bytes, stored, start, size, ref->perm, elem, out->data())
+                            : readBox(bytes, stored, start, size, elem, out->data()))
+    return std::move(err);
+  return Tensor(ref->type.dtype, ref->type.shape, std::move(out));
+}
+
+llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
+                                            llvm::ArrayRef<int64_t> size) const {
+  const WeightRef *ref = find(name);
+  if (!ref || !ref->hasData())
+    return load(name); // its error
   const Shape &shape = ref->type.shape;
   bool inside = start.size() == shape.size() && size.size() == shape.size();
   for (size_t d = 0; inside && d < shape.size(); ++d)
     inside = start[d] >= 0 && size[d] >= 0 && start[d] + size[d] <= shape[d];
   if (!inside)
-    return fail("box outside the tensor " + ref->type.str());
-  if (!ref->viewStart.empty() || !ref->perm.empty()) { // a view or transpose: through the whole tensor
-    auto whole = load(name);
-    if (!whole)
-      return whole.takeError();
-    return Tensor(ref->type.dtype, Shape(size.begin(), size.end()),
-                  sliceBox(whole->data(), shape, start, size, dtypeSize(ref->type.dtype)));
-  }
-  size_t elem = dtypeSize(ref->type.dtype);
-  if (ref->inlineBytes)
-    return Tensor(ref->type.dtype, Shape(size.begin(), size.end()),
-                  sliceBox(ref->inlineBytes->data(), shape, start, size, elem));
-  std::ifstream in(ref->file, std::ios::binary);
-  if (!in)
-    return fail("cannot open external data file '" + ref->file + "'");
-  auto out = std::make_shared<std::vector<uint8_t>>(numElements(size) * elem);
-  bool ok = copyBox(out->data(), shape, start, size, elem, [&](uint8_t *dst, int64_t first, int64_t n) {
-    in.seekg(static_cast<std::streamoff>(ref->offset + first * elem));
-    in.read(reinterpret_cast<char *>(dst), static_cast<std::streamsize>(n * elem));
-    return static_cast<bool>(in);
-  });
-  if (!ok)
-    return fail("external data file '" + ref->file + "' is shorter than offset " + llvm::Twine(ref->offset) +
-                " + length " + llvm::Twine(ref->length));
-  return Tensor(ref->type.dtype, Shape(size.begin(), size.end()), std::move(out));
-}
-
-llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
-  auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "weight '" + name + "': " + msg);
-  };
-  const WeightRef *ref = find(name);
-  if (!ref || !ref->hasData())
-    return fail("no data is attached (graph parsed from IR text?)");
-  if (!ref->viewStart.empty() || !ref->perm.empty()) {
-    WeightRef whole = *ref;
-    whole.viewStart.clear();
-    whole.perm.clear();
-    whole.type.shape = ref->storedShape;
-    WeightStore one;
-    one.add(name.str(), whole);
-    auto full = one.load(name);
-    if (!full)
-      return full.takeError();
-    size_t elem = dtypeSize(ref->type.dtype);
-    Tensor logical = ref->perm.empty() ? *full : transposeTensor(*full, ref->perm);
-    if (ref->viewStart.empty())
-      return logical;
-    return Tensor(ref->type.dtype, ref->type.shape,
-                  sliceBox(logical.data(), logical.shape(), ref->viewStart, ref->type.shape, elem));
-  }
-  if (ref->inlineBytes)
-    return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes);
-  std::ifstream in(ref->file, std::ios::binary);
-  if (!in)
-    return fail("cannot open external data file '" + ref->file + "'");
-  auto bytes = std::make_shared<std::vector<uint8_t>>(ref->length);
-  in.seekg(static_cast<std::streamoff>(ref->offset));
-  in.read(reinterpret_cast<char *>(bytes->data()), static_cast<std::streamsize>(ref->length));
-  if (!in)
-    return fail("external data file '" + ref->file + "' is shorter than offset " +
-                llvm::Twine(ref->offset) + " + length " + llvm::Twine(ref->length));
-  return Tensor(ref->type.dtype, ref->type.shape, std::move(bytes));
+                                   "weight '" + name + "': box outside the tensor " + ref->type.str());
+  WeightStore one;
+  one.add(name.str(), ref->view(start, size));
+  return one.load(name);
 }
 
 } // namespace partita

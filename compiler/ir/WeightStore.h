@@ -3,11 +3,14 @@
 // Initializers are not loaded at import. A WeightRef says where the bytes live
 // (an external data file and offset, or a buffer already owned in memory, as
 // for weights stored inside a small .onnx) and the bytes are read only when a
-// pass or the exporter asks for them.
+// pass or the exporter asks for them. A view or transpose of a weight is read
+// box by box from where the bytes live: a rank's shard of a 10 GB weight
+// reads (and holds) its shard, not the weight.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Tensor.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include <memory>
@@ -36,7 +39,8 @@ struct WeightRef {
   bool hasData() const { return inlineBytes || !file.empty(); }
   /// This weight restricted to `start` + `size` (relative to this view).
   WeightRef view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const;
-  /// This weight transposed by `perm` (only before any view).
+  /// This weight transposed by `perm` (numpy.transpose; composes with an
+  /// earlier transpose or view).
   WeightRef transposed(llvm::ArrayRef<int64_t> perm) const;
 };
 
@@ -47,15 +51,26 @@ std::string weightViewName(llvm::StringRef base, llvm::ArrayRef<int64_t> start, 
 /// Inverse of weightViewName; false when `name` is not a view name.
 bool parseWeightViewName(llvm::StringRef name, std::string &base, Shape &start, Shape &size);
 
+/// Visits the box [start, start + size) of a row-major tensor of `shape` as
+/// contiguous runs, in row-major order of the box: visit(boxFirst, first, n)
+/// is a run of n elements starting at element `first` of the tensor and at
+/// element `boxFirst` of the box. Trailing dims the box spans whole join the
+/// run: a row shard is one run, a column shard one run per row. Stops at the
+/// first error `visit` returns.
+llvm::Error forEachBoxRun(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
+                          llvm::function_ref<llvm::Error(int64_t boxFirst, int64_t first, int64_t n)> visit);
+
 class WeightStore {
 public:
   void add(const std::string &name, WeightRef ref) { refs_[name] = std::move(ref); }
   const WeightRef *find(llvm::StringRef name) const;
-  /// Reads (or shares) the weight's bytes. Fails when the weight has no data
-  /// (e.g. a graph parsed from IR text) or its file cannot be read.
+  /// Reads (or shares) the weight's bytes. A view or transpose reads only
+  /// the stored bytes its box covers (one file open, one read per contiguous
+  /// run) and transposes them on the way in: memory is the result plus at most
+  /// a 1 MiB buffer. Fails, naming the weight and the file, when the weight
+  /// has no data (e.g. a graph parsed from IR text) or its file cannot be read.
   llvm::Expected<Tensor> load(llvm::StringRef name) const;
-  /// The box [start, start + size) of the weight, reading only its rows from
-  /// an external data file (memory: the box, not the weight).
+  /// The box [start, start + size) of the weight: load() of that view.
   llvm::Expected<Tensor> loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
                                  llvm::ArrayRef<int64_t> size) const;
   const llvm::StringMap<WeightRef> &all() const { return refs_; }

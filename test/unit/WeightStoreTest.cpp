@@ -1,5 +1,8 @@
 #include "compiler/ir/WeightStore.h"
+#include "llvm/Support/FileSystem.h"
 #include <gtest/gtest.h>
+#include <array>
+#include <fstream>
 #include <numeric>
 
 using namespace partita;
@@ -34,4 +37,226 @@ TEST(WeightStore, TransposedThenViewed) {
   EXPECT_EQ(s.load("v")->toDoubles(), (std::vector<double>{2, 6, 10, 3, 7, 11}));
   s.add("vv", tr.view({2, 0}, {2, 3}).view({1, 1}, {1, 2})); // w.T[3:4, 1:3]
   EXPECT_EQ(s.load("vv")->toDoubles(), (std::vector<double>{7, 11}));
+}
+
+// Transposes compose with each other and with a view taken before them.
+TEST(WeightStore, TransposesCompose) {
+  WeightStore s;
+  s.add("tt", inlineRef({3, 4}).transposed({1, 0}).transposed({1, 0})); // (w.T).T = w
+  EXPECT_EQ(s.load("tt")->toDoubles(), (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  s.add("vt", inlineRef({3, 4}).view({1, 2}, {2, 2}).transposed({1, 0})); // w[1:3, 2:4].T
+  EXPECT_EQ(s.load("vt")->toDoubles(), (std::vector<double>{6, 10, 7, 11}));
+}
+
+namespace {
+/// A real external data file: `garbage` bytes of 0xff (NaN as f32) before
+/// the weight, then the f32 tensor of `shape` with element i = i * 0.5, then
+/// `garbage` bytes of 0xff again; `keep` (when set) truncates the file after
+/// that many bytes of the weight.
+struct ExternalFile {
+  std::string path;
+  WeightRef ref;
+
+  ExternalFile(Shape shape, uint64_t garbage = 40, int64_t keep = -1) {
+    llvm::SmallString<128> p;
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("partita-weights", "data", p));
+    path = p.str().str();
+    int64_t n = numElements(shape);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(i) * 0.5f;
+    std::string bytes(garbage, '\xff');
+    bytes.append(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(float));
+    bytes.append(garbage, '\xff');
+    if (keep >= 0)
+      bytes.resize(garbage + keep);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ref.type = TensorType{DType::F32, shape, true};
+    ref.file = path;
+    ref.offset = garbage;
+    ref.length = static_cast<uint64_t>(n) * sizeof(float);
+  }
+  ~ExternalFile() { llvm::sys::fs::remove(path); }
+};
+
+/// Element (i, j, ...) of the box at `start` of a tensor of `stored` shape
+/// filled with element k = k * 0.5, the box read in the order of `perm`.
+std::vector<double> expectedBox(const Shape &stored, const Shape &start, const Shape &size,
+                                std::vector<int64_t> perm = {}) {
+  if (perm.empty())
+    for (size_t d = 0; d < stored.size(); ++d)
+      perm.push_back(static_cast<int64_t>(d));
+  Shape logical;
+  for (int64_t d : perm)
+    logical.push_back(size[d]);
+  std::vector<double> out;
+  for (int64_t i = 0; i < numElements(logical); ++i) {
+    Shape idx(stored.size()); // logical index -> stored index
+    for (int64_t rem = i, d = static_cast<int64_t>(logical.size()) - 1; d >= 0; --d) {
+      idx[perm[d]] = start[perm[d]] + rem % logical[d];
+      rem /= logical[d];
+    }
+    int64_t flat = 0;
+    for (size_t d = 0; d < stored.size(); ++d)
+      flat = flat * stored[d] + idx[d];
+    out.push_back(flat * 0.5);
+  }
+  return out;
+}
+
+/// The same reference with its bytes inline instead of in the file.
+WeightRef inlineCopy(const ExternalFile &f) {
+  WeightRef r = f.ref;
+  std::ifstream in(f.path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(f.ref.offset));
+  auto bytes = std::make_shared<std::vector<uint8_t>>(f.ref.length);
+  in.read(reinterpret_cast<char *>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+  r.file.clear();
+  r.inlineBytes = bytes;
+  return r;
+}
+
+std::vector<double> loaded(const WeightRef &ref) {
+  WeightStore s;
+  s.add("w", ref);
+  auto t = s.load("w");
+  if (!t) {
+    ADD_FAILURE() << llvm::toString(t.takeError());
+    return {};
+  }
+  EXPECT_EQ(t->shape(), ref.type.shape);
+  return t->toDoubles();
+}
+} // namespace
+
+TEST(WeightStoreExternal, WholeRowAndColumnViews) {
+  ExternalFile f({6, 8});
+  for (const WeightRef &base : {f.ref, inlineCopy(f)}) {
+    EXPECT_EQ(loaded(base), expectedBox({6, 8}, {0, 0}, {6, 8}));
+    EXPECT_EQ(loaded(base.view({2, 0}, {3, 8})), expectedBox({6, 8}, {2, 0}, {3, 8}));  // w[2:5]
+    EXPECT_EQ(loaded(base.view({0, 4}, {6, 4})), expectedBox({6, 8}, {0, 4}, {6, 4}));  // w[:, 4:8]
+    EXPECT_EQ(loaded(base.view({1, 3}, {2, 2})), expectedBox({6, 8}, {1, 3}, {2, 2}));  // w[1:3, 3:5]
+    EXPECT_EQ(loaded(base.view({5, 7}, {1, 1})), (std::vector<double>{47 * 0.5}));       // the last element
+  }
+}
+
+TEST(WeightStoreExternal, ThreeDimensionalBox) {
+  ExternalFile f({4, 5, 6});
+  for (const WeightRef &base : {f.ref, inlineCopy(f)}) {
+    EXPECT_EQ(loaded(base.view({1, 2, 3}, {2, 2, 3})), expectedBox({4, 5, 6}, {1, 2, 3}, {2, 2, 3}));
+    EXPECT_EQ(loaded(base.view({1, 0, 0}, {2, 5, 6})), expectedBox({4, 5, 6}, {1, 0, 0}, {2, 5, 6}));
+    EXPECT_EQ(loaded(base.view({0, 1, 0}, {4, 3, 6})), expectedBox({4, 5, 6}, {0, 1, 0}, {4, 3, 6}));
+    // A view of a view: starts add up.
+    EXPECT_EQ(loaded(base.view({1, 1, 1}, {3, 4, 5}).view({1, 1, 2}, {2, 2, 2})),
+              expectedBox({4, 5, 6}, {2, 2, 3}, {2, 2, 2}));
+  }
+}
+
+TEST(WeightStoreExternal, TransposedAndTransposedViews) {
+  ExternalFile f({6, 8});
+  for (const WeightRef &base : {f.ref, inlineCopy(f)}) {
+    WeightRef t = base.transposed({1, 0}); // w.T: [8, 6]
+    EXPECT_EQ(loaded(t), expectedBox({6, 8}, {0, 0}, {6, 8}, {1, 0}));
+    // w.T[2:5, 1:5] = w[1:5, 2:5].T
+    EXPECT_EQ(loaded(t.view({2, 1}, {3, 4})), expectedBox({6, 8}, {1, 2}, {4, 3}, {1, 0}));
+    // w.T[4:8] (a row shard of the transpose: a column shard of the stored tensor)
+    EXPECT_EQ(loaded(t.view({4, 0}, {4, 6})), expectedBox({6, 8}, {0, 4}, {6, 4}, {1, 0}));
+  }
+  ExternalFile g({4, 5, 6});
+  for (const WeightRef &base : {g.ref, inlineCopy(g)}) {
+    WeightRef t = base.transposed({2, 0, 1}); // [6, 4, 5]
+    EXPECT_EQ(loaded(t), expectedBox({4, 5, 6}, {0, 0, 0}, {4, 5, 6}, {2, 0, 1}));
+    // t[1:4, 2:4, 0:3] = transpose(w[2:4, 0:3, 1:4], (2, 0, 1))
+    EXPECT_EQ(loaded(t.view({1, 2, 0}, {3, 2, 3})), expectedBox({4, 5, 6}, {2, 0, 1}, {2, 3, 3}, {2, 0, 1}));
+  }
+}
+
+// Only the box's bytes are read: a file cut short right after the box, with
+// NaN bytes everywhere else, still yields the box; the whole weight does not
+// load, and the error names the weight and the file.
+TEST(WeightStoreExternal, ReadsOnlyTheBox) {
+  // w[:, 0:3] of [6, 8]: its last element is 5 * 8 + 2; the file ends after it.
+  ExternalFile cut({6, 8}, /*garbage=*/40, /*keep=*/(5 * 8 + 3) * 4);
+  EXPECT_EQ(loaded(cut.ref.view({0, 0}, {6, 3})), expectedBox({6, 8}, {0, 0}, {6, 3}));
+  EXPECT_EQ(loaded(cut.ref.view({0, 0}, {5, 8})), expectedBox({6, 8}, {0, 0}, {5, 8})); // rows 0..4 are whole
+  EXPECT_EQ(loaded(cut.ref.transposed({1, 0}).view({0, 0}, {3, 6})),
+            expectedBox({6, 8}, {0, 0}, {6, 3}, {1, 0}));
+  WeightStore s;
+  s.add("w", cut.ref);
+  auto whole = s.load("w");
+  ASSERT_FALSE(static_cast<bool>(whole));
+  std::string msg = llvm::toString(whole.takeError());
+  EXPECT_NE(msg.find("weight 'w'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(cut.path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  s.add("past", cut.ref.view({5, 0}, {1, 8})); // the last row reaches past the cut
+  auto past = s.load("past");
+  ASSERT_FALSE(static_cast<bool>(past));
+  EXPECT_NE(llvm::toString(past.takeError()).find("truncated"), std::string::npos);
+}
+
+// A sparse file: a 1 GiB hole before the weight (no disk, no reads): the view loads.
+TEST(WeightStoreExternal, SparseFileBeforeTheWeight) {
+  ExternalFile f({6, 8}, /*garbage=*/0);
+  WeightRef ref = f.ref;
+  std::string sparse = f.path + ".sparse";
+  {
+    std::ifstream in(f.path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(sparse, std::ios::binary);
+    out.seekp(1LL << 30);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ref.file = sparse;
+  ref.offset = 1ULL << 30;
+  EXPECT_EQ(loaded(ref.view({0, 2}, {6, 2})), expectedBox({6, 8}, {0, 2}, {6, 2}));
+  llvm::sys::fs::remove(sparse);
+}
+
+TEST(WeightStoreExternal, MissingFileAndBadView) {
+  WeightRef ref;
+  ref.type = TensorType{DType::F32, {2, 2}, true};
+  ref.file = "/nonexistent/partita/w.data";
+  ref.length = 16;
+  WeightStore s;
+  s.add("w", ref.view({0, 1}, {2, 1}));
+  auto t = s.load("w");
+  ASSERT_FALSE(static_cast<bool>(t));
+  std::string msg = llvm::toString(t.takeError());
+  EXPECT_NE(msg.find("weight 'w': cannot open external data file '/nonexistent/partita/w.data'"), std::string::npos)
+      << msg;
+  s.add("out", ref.view({1, 1}, {2, 1})); // rows 1..2 of a 2-row tensor
+  auto out = s.load("out");
+  ASSERT_FALSE(static_cast<bool>(out));
+  EXPECT_NE(llvm::toString(out.takeError()).find("does not fit its stored tensor f32[2,2]"), std::string::npos);
+}
+
+TEST(WeightStoreExternal, LoadBoxIsAViewOfTheWeight) {
+  ExternalFile f({6, 8});
+  WeightStore s;
+  s.add("t", f.ref.transposed({1, 0}).view({2, 0}, {4, 6})); // w.T[2:6]
+  auto box = s.loadBox("t", {1, 2}, {2, 3});                  // w.T[3:5, 2:5] = w[2:5, 3:5].T
+  ASSERT_TRUE(static_cast<bool>(box)) << llvm::toString(box.takeError());
+  EXPECT_EQ(box->toDoubles(), expectedBox({6, 8}, {2, 3}, {3, 2}, {1, 0}));
+  auto outside = s.loadBox("t", {3, 0}, {2, 6});
+  ASSERT_FALSE(static_cast<bool>(outside));
+  EXPECT_NE(llvm::toString(outside.takeError()).find("box outside the tensor f32[4,6]"), std::string::npos);
+}
+
+// A row shard is one run, a column shard one run per row.
+TEST(WeightStore, BoxRuns) {
+  auto runs = [](Shape shape, Shape start, Shape size) {
+    std::vector<std::array<int64_t, 3>> r;
+    llvm::cantFail(forEachBoxRun(shape, start, size, [&](int64_t boxFirst, int64_t first, int64_t n) -> llvm::Error {
+      r.push_back({boxFirst, first, n});
+      return llvm::Error::success();
+    }));
+    return r;
+  };
+  using R = std::vector<std::array<int64_t, 3>>;
+  EXPECT_EQ(runs({4, 6}, {2, 0}, {2, 6}), (R{{0, 12, 12}}));
+  EXPECT_EQ(runs({4, 6}, {0, 3}, {4, 3}), (R{{0, 3, 3}, {3, 9, 3}, {6, 15, 3}, {9, 21, 3}}));
+  EXPECT_EQ(runs({2, 3, 4}, {0, 1, 0}, {2, 2, 4}), (R{{0, 4, 8}, {8, 16, 8}}));
+  EXPECT_EQ(runs({}, {}, {}), (R{{0, 0, 1}}));
+  EXPECT_EQ(runs({4, 6}, {0, 0}, {0, 6}), R{});
 }
