@@ -4,6 +4,7 @@
 #include "compiler/ops/ConstantEvaluator.h"
 #include "compiler/ops/OpRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "onnx/defs/parser.h"
@@ -113,6 +114,16 @@ private:
   static bool isDefaultDomain(llvm::StringRef domain) { return domain.empty() || domain == "ai.onnx"; }
 
   llvm::Error readModel(onnx::ModelProto &model) {
+    // A protobuf cannot exceed 2 GB: a model this large holds its weights
+    // inline, which ONNX cannot read back either; say so before reading it.
+    uint64_t fileSize = 0;
+    if (!llvm::sys::fs::file_size(path_, fileSize) && fileSize > static_cast<uint64_t>(INT32_MAX))
+      return fail("the model file is " + llvm::Twine(fileSize) + " bytes (" +
+                  llvm::formatv("{0:F2}", fileSize / double(1ULL << 30)).str() +
+                  " GiB), over protobuf's 2 GB limit, so it cannot be read as one ONNX protobuf. Save the "
+                  "weights as ONNX external data beside the model, e.g. in Python: "
+                  "onnx.save_model(m, path, save_as_external_data=True) (torch.onnx.export does this by itself "
+                  "for models over 2 GB)");
     auto buf = llvm::MemoryBuffer::getFile(path_, /*IsText=*/false, /*RequiresNullTerminator=*/true);
     if (!buf)
       return fail("cannot read file: " + buf.getError().message());
