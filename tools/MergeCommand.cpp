@@ -9,7 +9,15 @@
 // fused q/k/v weight), its transpose (a Gemm transB weight), and for an
 // embedding with a tied head the head too. The result is a plain ONNX model
 // any runtime loads.
+//
+// Initializers go one at a time from the input (inline, or read from its
+// external data) to the output, so memory holds one initializer and one
+// parameter, not the model. When the input keeps its weights as external data
+// or they pass 1 GiB, the output does too, in OUT.data beside it (location
+// relative, as onnx.save_model(save_as_external_data=True) writes it): no
+// protobuf nears the 2 GB limit.
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/WeightStore.h"
 #include "runtime/io/Npy.h"
 #include "tools/Commands.h"
 #include "tools/OutputDir.h"
@@ -88,40 +96,34 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
   return Tensor(parts[0].dtype(), full, std::move(bytes));
 }
 
-/// Writes `trained` into `stored` where target `t` says: the box at t.start of
-/// transpose(stored, t.perm).
-static llvm::Error writeTarget(Tensor &stored, const Tensor &trained, const ParamTarget &t) {
-  Tensor logical = t.perm.empty() ? stored : transposeTensor(stored, t.perm);
-  const Shape &full = logical.shape(), &size = trained.shape();
-  Shape start = t.start.empty() ? Shape(full.size(), 0) : t.start;
-  bool fits = trained.dtype() == logical.dtype() && full.size() == size.size() && start.size() == full.size() &&
-              (t.perm.empty() || t.perm.size() == stored.shape().size());
-  for (size_t d = 0; fits && d < full.size(); ++d)
-    fits = start[d] >= 0 && start[d] + size[d] <= full[d];
+/// Writes `trained` into the initializer's bytes where target `t` says: the
+/// box at t.start of transpose(stored, t.perm). Only the box is touched.
+static llvm::Error writeTarget(std::vector<uint8_t> &bytes, DType dtype, const Shape &stored, const Tensor &trained,
+                               const ParamTarget &t) {
+  size_t rank = stored.size();
+  const Shape &size = trained.shape();
+  Shape start = t.start.empty() ? Shape(rank, 0) : t.start;
+  bool fits = trained.dtype() == dtype && size.size() == rank && start.size() == rank &&
+              (t.perm.empty() || t.perm.size() == rank);
+  Shape storedStart(rank, 0), storedSize(rank, 0);
+  std::vector<int64_t> inverse(rank);
+  for (size_t d = 0; fits && d < rank; ++d) {
+    int64_t s = t.perm.empty() ? static_cast<int64_t>(d) : t.perm[d]; // logical dim d is stored dim s
+    fits = s >= 0 && s < static_cast<int64_t>(rank) && start[d] >= 0 && start[d] + size[d] <= stored[s];
+    if (fits) {
+      storedStart[s] = start[d];
+      storedSize[s] = size[d];
+      inverse[s] = static_cast<int64_t>(d);
+    }
+  }
   if (!fits)
     return fail("the box does not fit");
-  size_t es = dtypeSize(trained.dtype());
-  auto bytes = std::make_shared<std::vector<uint8_t>>(logical.data(), logical.data() + logical.byteSize());
-  int64_t rowLen = size.empty() ? 1 : size.back(), rows = numElements(size) / std::max<int64_t>(rowLen, 1);
-  for (int64_t r = 0; r < rows; ++r) { // copy the box in row by row
-    int64_t rem = r, off = full.empty() ? 0 : start.back(), stride = 1;
-    for (int64_t d = static_cast<int64_t>(full.size()) - 2; d >= 0; --d) {
-      stride *= full[d + 1];
-      off += (start[d] + rem % size[d]) * stride;
-      rem /= size[d];
-    }
-    std::memcpy(bytes->data() + off * es, trained.data() + r * rowLen * es, rowLen * es);
-  }
-  Tensor written(logical.dtype(), full, std::move(bytes));
-  if (t.perm.empty()) {
-    stored = written;
+  Tensor box = t.perm.empty() ? trained : transposeTensor(trained, inverse); // in the stored order
+  size_t es = dtypeSize(dtype);
+  return forEachBoxRun(stored, storedStart, storedSize, [&](int64_t boxFirst, int64_t first, int64_t n) -> llvm::Error {
+    std::memcpy(bytes.data() + first * es, box.data() + boxFirst * es, n * es);
     return llvm::Error::success();
-  }
-  std::vector<int64_t> inverse(t.perm.size());
-  for (size_t d = 0; d < t.perm.size(); ++d)
-    inverse[t.perm[d]] = static_cast<int64_t>(d);
-  stored = transposeTensor(written, inverse);
-  return llvm::Error::success();
+  });
 }
 
 /// The metadata key a merged model carries.
@@ -153,31 +155,175 @@ static bool writtenByMerge(llvm::StringRef path) {
   return false;
 }
 
-/// Writes `model` to `path` through a temporary file beside it, so a failure
-/// leaves no half-written model. A file that is there already is replaced
-/// only when an earlier merge wrote it, and never when it is the input.
-static llvm::Error writeModelFile(const onnx::ModelProto &model, llvm::StringRef path) {
-  std::string out = canonicalPath(path), in = canonicalPath(mergeModel);
-  if (out == in || llvm::sys::fs::equivalent(out, in)) // the same path, or a hard link to it
-    return fail("-o " + path + " is the input model: choose another file");
-  if (llvm::sys::fs::exists(out)) {
-    if (llvm::sys::fs::is_directory(out))
-      return fail("-o " + path + " is a folder: give the merged model's file name");
-    if (!writtenByMerge(out))
-      return fail("-o " + path + " exists and was not written by partita merge: Partita does not overwrite it");
-  }
-  llvm::SmallString<256> tmp;
-  int fd = -1;
-  if (auto ec = llvm::sys::fs::createUniqueFile(out + ".partial-%%%%%%", fd, tmp))
-    return fail("cannot create a file beside " + path + ": " + ec.message());
-  bool ok = model.SerializeToFileDescriptor(fd); // streams: no second copy of the model in memory
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || llvm::sys::fs::rename(tmp, out)) {
-    llvm::sys::fs::remove(tmp);
-    return fail(path + ": cannot write the merged model");
-  }
-  return llvm::Error::success();
+/// Output models at or under this many bytes of initializers (and inputs
+/// without external data) stay one self-contained .onnx file.
+static constexpr uint64_t kExternalDataThreshold = 1ULL << 30;
+/// With external data, smaller tensors stay inline (onnx.save_model's default).
+static constexpr uint64_t kInlineTensorBytes = 1024;
+
+static bool isExternal(const onnx::TensorProto &t) { return t.data_location() == onnx::TensorProto::EXTERNAL; }
+
+/// The bytes of an initializer's data, from its type (0 for a type Partita does not read).
+static uint64_t dataBytes(const onnx::TensorProto &t) {
+  auto dtype = dtypeFromOnnx(t.data_type());
+  return static_cast<uint64_t>(numElements(Shape(t.dims().begin(), t.dims().end()))) * (dtype ? dtypeSize(*dtype) : 0);
 }
+
+/// An initializer's bytes: inline, or read from the input's external data.
+static llvm::Expected<Tensor> readInitializer(const onnx::TensorProto &t, llvm::StringRef modelDir) {
+  if (!isExternal(t))
+    return tensorFromOnnx(t);
+  auto dtype = dtypeFromOnnx(t.data_type());
+  if (!dtype)
+    return fail("initializer '" + t.name() + "' has element type " + onnxDTypeName(t.data_type()));
+  WeightRef ref;
+  ref.type = TensorType{*dtype, Shape(t.dims().begin(), t.dims().end()), true};
+  uint64_t expected = static_cast<uint64_t>(ref.type.numel()) * dtypeSize(*dtype);
+  std::string location;
+  for (const auto &kv : t.external_data()) {
+    uint64_t *field = kv.key() == "offset" ? &ref.offset : kv.key() == "length" ? &ref.length : nullptr;
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (field && llvm::StringRef(kv.value()).getAsInteger(10, *field))
+      return fail("initializer '" + t.name() + "' has external data " + kv.key() + " '" + kv.value() +
+                  "', not a byte count");
+  }
+  if (location.empty() || llvm::sys::path::is_absolute(location) || llvm::StringRef(location).contains(".."))
+    return fail("initializer '" + t.name() + "' has external data outside the model folder: '" + location + "'");
+  if (!ref.length)
+    ref.length = expected;
+  if (ref.length != expected)
+    return fail("initializer '" + t.name() + "' external length " + llvm::Twine(ref.length) +
+                " differs from its type's " + llvm::Twine(expected) + " bytes");
+  llvm::SmallString<256> file(modelDir);
+  llvm::sys::path::append(file, location);
+  ref.file = file.str().str();
+  WeightStore one;
+  one.add(t.name(), ref);
+  return one.load(t.name());
+}
+
+/// The merged model and its external data, written through temporary files
+/// beside their targets and moved into place together at the end: a failure
+/// leaves no half-written file and an earlier merge's output as it was.
+class MergedFiles {
+public:
+  MergedFiles(std::string out, std::vector<std::string> inputs) : out_(std::move(out)), inputs_(std::move(inputs)) {}
+  ~MergedFiles() {
+    data_.reset();
+    for (const std::string &tmp : {modelTmp_, dataTmp_})
+      if (!tmp.empty())
+        llvm::sys::fs::remove(tmp);
+  }
+
+  std::string dataPath() const { return out_ + ".data"; }
+  /// The location a tensor in the merged model gives its external data.
+  std::string dataLocation() const { return llvm::sys::path::filename(out_).str() + ".data"; }
+
+  /// Refuses targets Partita may not replace: an input (the model or its
+  /// external data), a folder, a file no merge wrote; OUT.data only together
+  /// with the merged model OUT an earlier merge wrote beside it.
+  llvm::Error check(bool external) const {
+    std::string out = canonicalPath(out_);
+    for (const std::string &in : inputs_)
+      for (const std::string &target : external ? std::vector<std::string>{out, canonicalPath(dataPath())}
+                                                : std::vector<std::string>{out})
+        if (target == canonicalPath(in) || llvm::sys::fs::equivalent(target, in)) // the same path, or a hard link
+          return fail("-o " + out_ + (target == out ? " is the input model" : ".data is the input's external data") +
+                      ": choose another file");
+    bool earlierMerge = false;
+    if (llvm::sys::fs::exists(out)) {
+      if (llvm::sys::fs::is_directory(out))
+        return fail("-o " + out_ + " is a folder: give the merged model's file name");
+      if (!writtenByMerge(out))
+        return fail("-o " + out_ + " exists and was not written by partita merge: Partita does not overwrite it");
+      earlierMerge = true;
+    }
+    if (external && llvm::sys::fs::exists(dataPath()) && !earlierMerge)
+      return fail("-o " + out_ + ": " + dataPath() +
+                  " exists without a merged model beside it (not written by partita merge): Partita does not "
+                  "overwrite it");
+    if (external && llvm::sys::fs::is_directory(dataPath()))
+      return fail("-o " + out_ + ": " + dataPath() + " is a folder");
+    return llvm::Error::success();
+  }
+
+  /// Opens the temporary external data file.
+  llvm::Error openData() {
+    llvm::SmallString<256> tmp;
+    int fd = -1;
+    if (auto ec = llvm::sys::fs::createUniqueFile(dataPath() + ".partial-%%%%%%", fd, tmp))
+      return fail("cannot create a file beside " + out_ + ": " + ec.message());
+    dataTmp_ = tmp.str().str();
+    data_ = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
+    return llvm::Error::success();
+  }
+
+  /// Moves `t`'s bytes to the end of the external data file.
+  llvm::Error append(onnx::TensorProto &t, const Tensor &bytes) {
+    uint64_t offset = data_->tell();
+    data_->write(reinterpret_cast<const char *>(bytes.data()), bytes.byteSize());
+    if (data_->has_error())
+      return fail(dataPath() + ": cannot write the merged model's external data: " + data_->error().message());
+    clearData(t);
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto entry = [&](const char *key, const std::string &value) {
+      auto *e = t.add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    entry("location", dataLocation());
+    entry("offset", std::to_string(offset));
+    entry("length", std::to_string(bytes.byteSize()));
+    return llvm::Error::success();
+  }
+
+  /// Writes the model, then moves the data file and the model into place.
+  llvm::Error commit(const onnx::ModelProto &model) {
+    if (model.ByteSizeLong() > static_cast<size_t>(INT_MAX))
+      return fail(out_ + ": the merged model would be a protobuf of " + llvm::Twine(model.ByteSizeLong()) +
+                  " bytes, over the 2 GB limit");
+    if (data_) {
+      data_->close();
+      if (data_->has_error())
+        return fail(dataPath() + ": cannot write the merged model's external data: " + data_->error().message());
+      data_.reset();
+    }
+    llvm::SmallString<256> tmp;
+    int fd = -1;
+    if (auto ec = llvm::sys::fs::createUniqueFile(out_ + ".partial-%%%%%%", fd, tmp))
+      return fail("cannot create a file beside " + out_ + ": " + ec.message());
+    modelTmp_ = tmp.str().str();
+    bool ok = model.SerializeToFileDescriptor(fd); // streams: no second copy of the model in memory
+    ok = ::close(fd) == 0 && ok;
+    if (!ok)
+      return fail(out_ + ": cannot write the merged model");
+    if (!dataTmp_.empty() && llvm::sys::fs::rename(dataTmp_, dataPath()))
+      return fail(dataPath() + ": cannot write the merged model's external data");
+    dataTmp_.clear();
+    if (llvm::sys::fs::rename(modelTmp_, out_))
+      return fail(out_ + ": cannot write the merged model");
+    modelTmp_.clear();
+    return llvm::Error::success();
+  }
+
+  static void clearData(onnx::TensorProto &t) {
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.clear_double_data();
+    t.clear_int32_data();
+    t.clear_int64_data();
+    t.clear_uint64_data();
+    t.clear_external_data();
+    t.clear_data_location();
+  }
+
+private:
+  std::string out_;
+  std::vector<std::string> inputs_;
+  std::string modelTmp_, dataTmp_;
+  std::unique_ptr<llvm::raw_fd_ostream> data_;
+};
 
 static llvm::Error merge() {
   llvm::SmallString<256> planPath(mergePlan);
@@ -187,56 +333,100 @@ static llvm::Error merge() {
     return plan.takeError();
   if (plan->params.empty())
     return fail(planPath + ": not a training plan (compile with --train)");
+  if (plan->paramTargets.size() != plan->params.size())
+    return fail(planPath + ": records no param_targets (compiled by an older Partita? compile again)");
+  uint64_t modelSize = 0;
+  if (!llvm::sys::fs::file_size(mergeModel, modelSize) && modelSize > static_cast<uint64_t>(INT_MAX))
+    return fail(mergeModel + ": " + llvm::Twine(modelSize) +
+                " bytes, over protobuf's 2 GB limit: save the weights as ONNX external data "
+                "(onnx.save_model(m, path, save_as_external_data=True))");
   auto buf = llvm::MemoryBuffer::getFile(mergeModel);
   onnx::ModelProto model;
   if (!buf || !model.ParseFromArray((*buf)->getBufferStart(), static_cast<int>((*buf)->getBufferSize())))
     return fail(mergeModel + ": cannot read the model");
-  std::map<std::string, onnx::TensorProto *> inits;
-  for (auto &t : *model.mutable_graph()->mutable_initializer())
-    inits[t.name()] = &t;
-  std::map<std::string, Tensor> updated;
-  auto current = [&](const std::string &name) -> llvm::Expected<Tensor *> {
-    auto it = updated.find(name);
-    if (it != updated.end())
-      return &it->second;
-    auto init = inits.find(name);
-    if (init == inits.end())
-      return fail("the model has no initializer '" + name + "'");
-    auto t = tensorFromOnnx(*init->second);
-    if (!t)
-      return t.takeError();
-    auto copy = std::make_shared<std::vector<uint8_t>>(t->data(), t->data() + t->byteSize());
-    return &(updated[name] = Tensor(t->dtype(), t->shape(), copy));
-  };
-  if (plan->paramTargets.size() != plan->params.size())
-    return fail(planPath + ": records no param_targets (compiled by an older Partita? compile again)");
-  for (size_t i = 0; i < plan->params.size(); ++i) {
-    const std::string &name = plan->params[i];
-    auto trained = gatherShards(*plan, i, plan->paramTargets[i][0].shape);
-    if (!trained)
-      return trained.takeError();
-    for (const ParamTarget &t : plan->paramTargets[i]) {
-      auto target = current(t.initializer);
-      if (!target)
-        return fail("parameter '" + name + "': " + llvm::toString(target.takeError()));
-      if (auto err = writeTarget(**target, *trained, t))
-        return fail("parameter '" + name + "' (" + trained->type().str() + ") does not fit initializer '" +
-                    t.initializer + "' (" + (*target)->type().str() + "): " + llvm::toString(std::move(err)));
+  buf->reset(); // the parsed model holds what it needs
+
+  // Where each parameter goes, by initializer; and whether the output keeps external data.
+  std::map<std::string, std::vector<std::pair<size_t, const ParamTarget *>>> targets;
+  for (size_t i = 0; i < plan->params.size(); ++i)
+    for (const ParamTarget &t : plan->paramTargets[i])
+      targets[t.initializer].push_back({i, &t});
+  std::string modelDir = llvm::sys::path::parent_path(mergeModel).str();
+  std::vector<std::string> inputs = {mergeModel};
+  bool external = false;
+  uint64_t total = 0;
+  std::map<std::string, bool> present;
+  for (const auto &t : model.graph().initializer()) {
+    present[t.name()] = true;
+    total += dataBytes(t);
+    if (!isExternal(t))
+      continue;
+    external = true;
+    for (const auto &kv : t.external_data())
+      if (kv.key() == "location") {
+        llvm::SmallString<256> file(modelDir);
+        llvm::sys::path::append(file, kv.value());
+        inputs.push_back(file.str().str());
+      }
+  }
+  for (const auto &[init, uses] : targets)
+    if (!present.count(init))
+      return fail("parameter '" + plan->params[uses[0].first] + "': the model has no initializer '" + init + "'");
+  external = external || total > kExternalDataThreshold;
+  MergedFiles files(mergeOut, inputs);
+  if (auto err = files.check(external))
+    return err;
+  if (external)
+    if (auto err = files.openData())
+      return err;
+
+  // One initializer at a time: read it, write the parameters that target it, pass it on.
+  for (auto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto uses = targets.find(init.name());
+    bool trained = uses != targets.end();
+    bool inlineAsIs = !isExternal(init) && (!external || dataBytes(init) < kInlineTensorBytes);
+    if (!trained && inlineAsIs)
+      continue; // untouched: the input's proto as it was
+    auto current = readInitializer(init, modelDir);
+    if (!current)
+      return fail(mergeModel + ": " + llvm::toString(current.takeError()));
+    Tensor value = *current;
+    if (trained) {
+      std::vector<uint8_t> bytes(value.data(), value.data() + value.byteSize());
+      for (auto [param, target] : uses->second) {
+        const std::string &name = plan->params[param];
+        auto shards = gatherShards(*plan, param, plan->paramTargets[param][0].shape);
+        if (!shards)
+          return shards.takeError();
+        if (auto err = writeTarget(bytes, value.dtype(), value.shape(), *shards, *target))
+          return fail("parameter '" + name + "' (" + shards->type().str() + ") does not fit initializer '" +
+                      init.name() + "' (" + value.type().str() + "): " + llvm::toString(std::move(err)));
+      }
+      value = Tensor(value.dtype(), value.shape(),
+                     std::make_shared<const std::vector<uint8_t>>(std::move(bytes)));
     }
+    if (external && value.byteSize() >= kInlineTensorBytes) {
+      if (auto err = files.append(init, value))
+        return err;
+      continue;
+    }
+    MergedFiles::clearData(init);
+    init.set_raw_data(std::string(reinterpret_cast<const char *>(value.data()), value.byteSize()));
   }
-  for (auto &[name, t] : updated) {
-    onnx::TensorProto *p = inits[name];
-    p->clear_float_data();
-    p->clear_raw_data();
-    p->set_raw_data(std::string(reinterpret_cast<const char *>(t.data()), t.byteSize()));
-  }
-  auto *mark = model.add_metadata_props(); // what lets a later merge replace this file
+
+  onnx::StringStringEntryProto *mark = nullptr; // what lets a later merge replace this file
+  for (auto &entry : *model.mutable_metadata_props())
+    if (entry.key() == kMergeMark)
+      mark = &entry;
+  if (!mark)
+    mark = model.add_metadata_props();
   mark->set_key(kMergeMark);
   mark->set_value(mergeModel);
-  if (auto err = writeModelFile(model, mergeOut))
+  if (auto err = files.commit(model))
     return err;
   llvm::outs() << "partita: merged " << plan->params.size() << " trained parameters from " << plan->worldSize()
-               << " rank(s) into " << mergeOut << "\n";
+               << " rank(s) into " << mergeOut << (external ? " (external data: " + files.dataPath() + ")" : "")
+               << "\n";
   return llvm::Error::success();
 }
 
