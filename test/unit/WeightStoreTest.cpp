@@ -171,6 +171,16 @@ TEST(WeightStoreExternal, TransposedAndTransposedViews) {
   }
 }
 
+// A transposed box larger than the 1 MiB read buffer goes through it in
+// pieces that start mid-row of the box.
+TEST(WeightStoreExternal, TransposedBoxLargerThanTheBuffer) {
+  ExternalFile f({512, 1000});
+  WeightRef t = f.ref.transposed({1, 0}); // [1000, 512]
+  EXPECT_EQ(loaded(t), expectedBox({512, 1000}, {0, 0}, {512, 1000}, {1, 0}));
+  // t[:, 100:400] = w[100:400].T: one stored run of 300000 elements.
+  EXPECT_EQ(loaded(t.view({0, 100}, {1000, 300})), expectedBox({512, 1000}, {100, 0}, {300, 1000}, {1, 0}));
+}
+
 // Only the box's bytes are read: a file cut short right after the box, with
 // NaN bytes everywhere else, still yields the box; the whole weight does not
 // load, and the error names the weight and the file.
