@@ -7,7 +7,9 @@ The graph is built with onnx.helper in the form torch.onnx.export gives at opset
 embeddings, LayerNormalization, MatMul+Add linears, fused QKV split into heads, causal mask,
 tanh GELU written out, tied LM head as a separate transposed weight). The weights go to one
 external data file that is created sparse (truncate to size): it occupies no disk and reads as
-zeros, which is enough to measure that the compiler never reads it.
+zeros, which is enough to measure that the compiler never reads it. With --random SEED the
+file holds seeded random weights instead, written one tensor at a time (a model of any size for
+end-to-end tests).
 """
 import argparse
 import os
@@ -23,11 +25,13 @@ p.add_argument("--heads", type=int, default=4)
 p.add_argument("--vocab", type=int, default=50304)
 p.add_argument("--seq", type=int, default=2048)
 p.add_argument("--batch", type=int, default=1)
+p.add_argument("--random", type=int, metavar="SEED",
+               help="write seeded random weights (N(0, 0.02); norm gains near 1) instead of a sparse file")
 p.add_argument("-o", "--out", required=True)
 a = p.parse_args()
 os.makedirs(a.out, exist_ok=True)
 D, H, T, B = a.d, a.heads, a.seq, a.batch
-nodes, inits = [], []
+nodes, inits, layout = [], [], []
 offset = 0
 DATA = "weights.bin"
 
@@ -42,6 +46,7 @@ def weight(name, shape):
     for k, v in [("location", DATA), ("offset", str(offset)), ("length", str(n))]:
         e = t.external_data.add()
         e.key, e.value = k, v
+    layout.append((name, shape))
     offset += n
     inits.append(t)
     return name
@@ -105,6 +110,14 @@ graph = helper.make_graph(nodes, "gpt_shape",
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 onnx.save(model, os.path.join(a.out, "model.onnx"))
 with open(os.path.join(a.out, DATA), "wb") as f:
-    f.truncate(offset)  # sparse: no weight bytes are written
+    if a.random is None:
+        f.truncate(offset)  # sparse: no weight bytes are written
+    else:
+        rng = np.random.default_rng(a.random)
+        for name, shape in layout:
+            w = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
+            if name.endswith(".g"):
+                w += np.float32(1)
+            f.write(w.tobytes())
 print(f"{a.out}/model.onnx: {a.layers} layers, d={D}, {offset / 4 / 1e9:.2f}B parameters, "
-      f"{len(nodes)} nodes, {offset / 2**30:.1f} GiB sparse external data")
+      f"{len(nodes)} nodes, {offset / 2**30:.1f} GiB {'sparse ' if a.random is None else ''}external data")

@@ -69,6 +69,12 @@ static cl::opt<bool> untieEmbeddings(
              "weight of its own (by default it is tied to the embedding: one parameter, as in the exported "
              "model; a head that reads the embedding itself stays tied)"),
     cl::init(false), cl::sub(compileCmd));
+static cl::opt<bool> materializeWeights(
+    "materialize-weights",
+    cl::desc("Write each rank's weight shards into its own external data file (rankK/weights.bin), one tensor "
+             "in memory at a time, instead of referring to the model's external data file (the default; a model "
+             "with its weights inside the .onnx always gets rankK/weights.bin)"),
+    cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -329,7 +335,10 @@ static llvm::Error compile(llvm::StringRef dir) {
     llvm::sys::path::append(irPath, "forward.pir");
     if (auto err = writeText(irPath, *local))
       return err;
-    if (auto err = exportOnnx(*local, onnxPath))
+    ExportOptions eo;
+    eo.externalDataFile = "weights.bin"; // weights never go into the protobuf (its limit is 2 GB)
+    eo.weightsByReference = !materializeWeights;
+    if (auto err = exportOnnx(*local, onnxPath, eo))
       return err;
     if (train)
       if (auto err = emitStep(g, *local, rankDir, r, plan))

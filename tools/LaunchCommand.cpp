@@ -488,7 +488,7 @@ static llvm::Error runProgram(int rank, const Plan &planRef, const std::string &
   auto tensors = readInputFiles(inputs);
   if (!tensors)
     return tensors.takeError();
-  auto g = importOnnx(inDir(planDir, me.forward), ImportOptions());
+  auto g = importOnnx(inDir(planDir, me.forward), compiledProgramImport());
   if (!g)
     return g.takeError();
   std::vector<TensorSpec> specs;

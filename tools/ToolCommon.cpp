@@ -16,6 +16,12 @@
 
 namespace partita {
 
+ImportOptions compiledProgramImport() {
+  ImportOptions o;
+  o.trustedLocations = true;
+  return o;
+}
+
 bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents) {
   return path.endswith(".onnx") || contents.ltrim().startswith("<");
 }

@@ -14,6 +14,9 @@ llvm::Expected<std::unique_ptr<Graph>> loadGraph(llvm::StringRef path, const Imp
 llvm::Expected<std::unique_ptr<Graph>> loadGraphFromText(llvm::StringRef text, llvm::StringRef path,
                                                          const ImportOptions &opts);
 bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents);
+/// How a rank imports a program of a compiled plan (its hash checked against
+/// plan.json first): its weights may refer to the original model's files.
+ImportOptions compiledProgramImport();
 
 /// Reads NAME=FILE.npy specs (the --input option) into host tensors.
 llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::string> specs);

@@ -66,10 +66,10 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
   const bool skipNonfinite = o.skipNonfinite, progressBar = o.progressBar, profile = o.profile,
              profileByNode = o.profileByNode, noOverlap = o.noOverlap;
   const RankPlan &me = plan.ranks[rank];
-  auto fwdGraph = importOnnx(inDir(planDir, me.forward), ImportOptions());
+  auto fwdGraph = importOnnx(inDir(planDir, me.forward), compiledProgramImport());
   if (!fwdGraph)
     return fwdGraph.takeError();
-  auto stepGraph = importOnnx(inDir(planDir, me.step), ImportOptions());
+  auto stepGraph = importOnnx(inDir(planDir, me.step), compiledProgramImport());
   if (!stepGraph)
     return stepGraph.takeError();
   rt::CpuDevice device;

@@ -32,6 +32,74 @@ void fillTensor(onnx::TensorProto &t, const std::string &name, const Tensor &val
   t.set_raw_data(std::string(reinterpret_cast<const char *>(value.data()), value.byteSize()));
 }
 
+/// An initializer whose bytes are `length` bytes at `offset` of `location`.
+void setExternal(onnx::TensorProto &t, const std::string &name, const TensorType &type, const std::string &location,
+                 uint64_t offset, uint64_t length) {
+  t.set_name(name);
+  t.set_data_type(dtypeToOnnx(type.dtype));
+  for (int64_t d : type.shape)
+    t.add_dims(d);
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto kv = [&](const char *k, const std::string &v) {
+    auto *e = t.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("location", location);
+  kv("offset", std::to_string(offset));
+  kv("length", std::to_string(length));
+}
+
+std::string joinInts(llvm::ArrayRef<int64_t> v) {
+  std::string s;
+  for (int64_t x : v)
+    s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+/// The weight as a reference to its bytes in the model's own external data
+/// file (ExportOptions::weightsByReference).
+void writeReference(onnx::TensorProto &t, const std::string &name, const WeightRef &ref) {
+  size_t elem = dtypeSize(ref.type.dtype);
+  const Shape &stored = ref.storedShape.empty() ? ref.type.shape : ref.storedShape;
+  bool permuted = false;
+  for (size_t d = 0; d < ref.perm.size(); ++d)
+    permuted |= ref.perm[d] != static_cast<int64_t>(d);
+  // A box of the stored tensor is one run of bytes when it is a block of
+  // whole rows: dims before the first partial one have size 1, later ones
+  // are whole.
+  bool contiguous = !permuted;
+  int64_t first = 0;
+  if (contiguous && !ref.viewStart.empty()) {
+    size_t k = 0;
+    while (k < stored.size() && ref.type.shape[k] == 1)
+      ++k;
+    for (size_t d = k + 1; d < stored.size(); ++d)
+      contiguous &= ref.viewStart[d] == 0 && ref.type.shape[d] == stored[d];
+    for (size_t d = 0, stride = 1; d < stored.size(); ++d) {
+      size_t r = stored.size() - 1 - d;
+      first += ref.viewStart[r] * static_cast<int64_t>(stride);
+      stride *= static_cast<size_t>(stored[r]);
+    }
+  }
+  uint64_t numel = static_cast<uint64_t>(numElements(ref.type.shape));
+  if (contiguous) {
+    setExternal(t, name, ref.type, ref.file, ref.offset + static_cast<uint64_t>(first) * elem, numel * elem);
+    return;
+  }
+  setExternal(t, name, ref.type, ref.file, ref.offset, static_cast<uint64_t>(numElements(stored)) * elem);
+  auto kv = [&](const char *k, const std::string &v) {
+    auto *e = t.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("partita_stored_shape", joinInts(stored));
+  if (!ref.viewStart.empty())
+    kv("partita_view_start", joinInts(ref.viewStart));
+  if (permuted)
+    kv("partita_perm", joinInts(ref.perm));
+}
+
 void exportAttribute(onnx::AttributeProto &a, const std::string &name, const Attribute &attr) {
   a.set_name(name);
   switch (attr.kind) {
@@ -194,37 +262,39 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
 
   std::unique_ptr<llvm::raw_fd_ostream> dataOut;
   uint64_t dataOffset = 0;
-  if (!opts.externalDataFile.empty()) {
+  auto openData = [&]() -> llvm::Error {
+    if (dataOut)
+      return llvm::Error::success();
     llvm::SmallString<256> dataPath(llvm::sys::path::parent_path(path));
     llvm::sys::path::append(dataPath, opts.externalDataFile);
     std::error_code ec;
     dataOut = std::make_unique<llvm::raw_fd_ostream>(dataPath, ec);
     if (ec)
       return fail(dataPath, "cannot write: " + ec.message());
-  }
+    return llvm::Error::success();
+  };
 
   for (const Node *n : g.nodes()) {
     if (n->is("Weight")) {
       std::string wname = n->stringAttr("name", "");
+      onnx::TensorProto &t = *graph.add_initializer();
+      const WeightRef *ref = g.weights.find(wname);
+      if (opts.weightsByReference && ref && !ref->file.empty()) {
+        writeReference(t, n->output()->name(), *ref);
+        continue;
+      }
       auto value = g.weights.load(wname);
       if (!value)
         return fail(path, llvm::toString(value.takeError()));
-      onnx::TensorProto &t = *graph.add_initializer();
-      if (dataOut) {
-        t.set_name(n->output()->name());
-        t.set_data_type(dtypeToOnnx(value->dtype()));
-        for (int64_t d : value->shape())
-          t.add_dims(d);
-        t.set_data_location(onnx::TensorProto::EXTERNAL);
-        auto kv = [&](const char *k, const std::string &v) {
-          auto *e = t.add_external_data();
-          e->set_key(k);
-          e->set_value(v);
-        };
-        kv("location", opts.externalDataFile);
-        kv("offset", std::to_string(dataOffset));
-        kv("length", std::to_string(value->byteSize()));
+      if (!opts.externalDataFile.empty()) {
+        if (auto err = openData())
+          return err;
+        setExternal(t, n->output()->name(), value->type(), opts.externalDataFile, dataOffset, value->byteSize());
         dataOut->write(reinterpret_cast<const char *>(value->data()), value->byteSize());
+        if (dataOut->has_error()) {
+          dataOut->clear_error();
+          return fail(path, "cannot write its external data file " + opts.externalDataFile);
+        }
         dataOffset += value->byteSize();
       } else {
         fillTensor(t, n->output()->name(), *value);
@@ -242,6 +312,13 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
       np.add_output(out->name());
     for (const auto &[name, attr] : n->attrs())
       exportAttribute(*np.add_attribute(), name, attr);
+  }
+  if (dataOut) {
+    dataOut->close();
+    if (dataOut->has_error()) {
+      dataOut->clear_error();
+      return fail(path, "cannot write its external data file " + opts.externalDataFile);
+    }
   }
   std::ofstream out(path.str(), std::ios::binary);
   if (!out || !m.SerializeToOstream(&out))

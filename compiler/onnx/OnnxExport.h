@@ -14,8 +14,17 @@ namespace partita {
 
 struct ExportOptions {
   /// When set, weights go to this file (relative to the model's folder) as
-  /// ONNX external data instead of inline.
+  /// ONNX external data instead of inline, written one tensor at a time
+  /// (created only when a weight goes there).
   std::string externalDataFile;
+  /// Weights that live in an external data file already (the model's own)
+  /// are written as references to it, never copied: ONNX external data
+  /// (absolute location, offset, length) where the weight is a contiguous
+  /// run of the file (a whole weight, a row shard), and otherwise the whole
+  /// stored tensor's run plus the slice (keys partita_stored_shape,
+  /// partita_view_start, partita_perm) that Partita's importer reads with
+  /// ImportOptions::trustedLocations.
+  bool weightsByReference = false;
 };
 
 llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions &opts = {});

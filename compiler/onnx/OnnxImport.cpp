@@ -276,7 +276,61 @@ private:
     return llvm::Error::success();
   }
 
-  llvm::Expected<WeightRef> externalRef(const onnx::TensorProto &t, size_t expected) {
+  /// A slice key's comma-separated integers.
+  static bool parseInts(llvm::StringRef s, Shape &out) {
+    llvm::SmallVector<llvm::StringRef, 4> parts;
+    s.split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef p : parts) {
+      int64_t v = 0;
+      if (p.trim().getAsInteger(10, v) || v < 0)
+        return false;
+      out.push_back(v);
+    }
+    return true;
+  }
+
+  /// Partita's slice keys on a by-reference weight: the stored tensor's
+  /// shape, the box and the permutation (logical = transpose(stored, perm)).
+  llvm::Error readSlice(const onnx::TensorProto &t, const TensorType &declared, WeightRef &ref, size_t &expected) {
+    Shape stored, start, perm;
+    for (const auto &kv : t.external_data()) {
+      llvm::StringRef key(kv.key());
+      Shape *dst = key == "partita_stored_shape" ? &stored : key == "partita_view_start" ? &start
+                   : key == "partita_perm"       ? &perm
+                                                 : nullptr;
+      if (dst && !parseInts(kv.value(), *dst))
+        return fail("initializer '" + t.name() + "' has external data " + kv.key() + " '" + kv.value() +
+                    "', not a list of integers");
+    }
+    if (stored.empty())
+      return llvm::Error::success();
+    Shape logical = stored;
+    if (!perm.empty()) {
+      std::vector<bool> seen(stored.size());
+      bool ok = perm.size() == stored.size();
+      for (size_t d = 0; ok && d < perm.size(); ++d) {
+        ok = perm[d] < static_cast<int64_t>(stored.size()) && !seen[perm[d]];
+        if (ok) {
+          seen[perm[d]] = true;
+          logical[d] = stored[perm[d]];
+        }
+      }
+      if (!ok)
+        return fail("initializer '" + t.name() + "': partita_perm is no permutation of its stored dims");
+    }
+    bool fits = declared.shape.size() == logical.size() && (start.empty() || start.size() == logical.size());
+    for (size_t d = 0; fits && d < logical.size(); ++d)
+      fits = (start.empty() ? 0 : start[d]) + declared.shape[d] <= logical[d];
+    if (!fits)
+      return fail("initializer '" + t.name() + "': its slice does not fit the stored tensor");
+    ref.storedShape = stored;
+    ref.viewStart = start;
+    ref.perm.assign(perm.begin(), perm.end());
+    expected = static_cast<size_t>(numElements(stored)) * dtypeSize(declared.dtype);
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<WeightRef> externalRef(const onnx::TensorProto &t, size_t expected, const TensorType &declared) {
     WeightRef ref;
     std::string location;
     for (const auto &kv : t.external_data()) {
@@ -289,10 +343,23 @@ private:
     }
     if (location.empty())
       return fail("initializer '" + t.name() + "' has external data without a location");
-    if (llvm::sys::path::is_absolute(location) || llvm::StringRef(location).contains(".."))
-      return fail("initializer '" + t.name() + "' has external data outside the model folder: " + location);
     llvm::SmallString<256> file(llvm::sys::path::parent_path(path_));
-    llvm::sys::path::append(file, location);
+    if (opts_.trustedLocations) {
+      if (auto err = readSlice(t, declared, ref, expected))
+        return std::move(err);
+      if (llvm::sys::path::is_absolute(location))
+        file = location;
+      else
+        llvm::sys::path::append(file, location);
+    } else if (llvm::sys::path::is_absolute(location) || llvm::StringRef(location).contains("..")) {
+      return fail("initializer '" + t.name() + "' has external data outside the model folder: " + location +
+                  (llvm::sys::path::is_absolute(location)
+                       ? " (a rank program compiled by reference to the original weights: run it with partita "
+                         "launch, or compile with --materialize-weights)"
+                       : ""));
+    } else {
+      llvm::sys::path::append(file, location);
+    }
     if (!ref.length)
       ref.length = expected;
     if (ref.length != expected)
@@ -331,7 +398,7 @@ private:
     }
     WeightRef ref;
     if (external) {
-      auto ext = externalRef(t, expected);
+      auto ext = externalRef(t, expected, type);
       if (!ext)
         return ext.takeError();
       ref = *ext;

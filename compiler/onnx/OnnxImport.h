@@ -24,6 +24,11 @@ struct ImportOptions {
   /// `partita run` sets them for the inputs it may fill (attention_mask,
   /// position_ids) from the token ids' shape.
   llvm::StringMap<Shape> dynamicDimHints;
+  /// Accept what only Partita's own compiled programs hold, once their hash
+  /// has been checked against plan.json: external data at an absolute
+  /// location (the original model's file, read by reference) and slices of
+  /// it (keys partita_stored_shape, partita_view_start, partita_perm).
+  bool trustedLocations = false;
   /// How diagnostics name the option that sets input shapes.
   std::string shapeFlag = "--input-shape";
 };

@@ -26,7 +26,8 @@ Program::~Program() {
     device_.deallocate(arena_);
 }
 
-llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device, const RuntimeEnv *env) {
+llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device, const RuntimeEnv *env,
+                                                       bool readWeights) {
   std::unique_ptr<Program> p(new Program(device));
   p->env_ = env;
   llvm::DenseMap<const Value *, int> slotOf;
@@ -90,6 +91,18 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     }
     if (absorbed.count(n) || fusion.runElsewhere(n))
       continue;
+    if (n->is("Weight") && !readWeights) {
+      const TensorType &t = n->output()->type();
+      size_t bytes = static_cast<size_t>(t.numel()) * dtypeSize(t.dtype);
+      void *buf = device.allocate(std::max<size_t>(1, bytes));
+      if (!buf)
+        return loadError("out of device memory placing " + n->describe());
+      p->statics_.push_back(buf);
+      p->stats_.weightBytes += bytes;
+      p->staticByName_[n->output()->name()] = TensorView{t.dtype, t.shape, buf};
+      newSlot(n->output(), Home::Static, p->statics_.size() - 1);
+      continue;
+    }
     if (n->is("Weight") || n->is("Constant")) {
       Tensor value;
       if (n->is("Weight")) {

@@ -33,9 +33,11 @@ public:
   Program &operator=(const Program &) = delete;
 
   /// `env` supplies the communicators of collective ops (may be null for a
-  /// program without them); it must outlive the program.
+  /// program without them); it must outlive the program. Without
+  /// `readWeights` the weights get their buffers but are not read (sizing a
+  /// plan, as `partita inspect` does, reads no weight bytes).
   static llvm::Expected<std::unique_ptr<Program>> load(const Graph &g, Device &device,
-                                                       const RuntimeEnv *env = nullptr);
+                                                       const RuntimeEnv *env = nullptr, bool readWeights = true);
 
   struct InputSpec {
     std::string name;
