@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace cl = llvm::cl;
 
@@ -91,7 +92,9 @@ static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
     return fail("cannot write " + path + ": " + ec.message());
-  printGraph(g, os);
+  PrintOptions po;
+  po.elideTensorsOver = 4096; // the .onnx beside it holds the values (a causal mask is 4M elements at seq 2048)
+  printGraph(g, os, po);
   return llvm::Error::success();
 }
 
@@ -269,8 +272,14 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   for (const Node *n : g.nodes())
     if (n->is("Weight") && n->hasAttr("tied"))
-      g.coverage.push_back("tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
-                           n->stringAttr("name", "") + "': one parameter (--untie-embeddings keeps them apart)");
+      g.coverage.push_back(
+          "tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
+          n->stringAttr("name", "") + "'" +
+          (n->hasAttr("tied_compared")
+               ? " (compared in " + std::to_string(n->intAttr("tied_compared", 0)) + " of " +
+                     std::to_string(n->output()->type().numel()) + " elements: the tables are too large to read whole)"
+               : "") +
+          ": one parameter (--untie-embeddings keeps them apart)");
   std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
   std::vector<ParameterClass> classes; // before localize turns weights into shards
   if (differentiate)
@@ -311,7 +320,30 @@ static llvm::Error compile(llvm::StringRef dir) {
   llvm::sys::path::append(globalPath, "global.pir");
   if (auto err = writeText(globalPath, g))
     return err;
+  // Ranks whose coordinates agree on every axis a value is split or partial
+  // over run the same program (dp replicas, while nothing is split over dp):
+  // it is written once, in the first such rank's folder, and the others'
+  // plan entries point at it.
+  std::set<std::string> usedAxes;
+  for (const Node *n : g.nodes())
+    for (const Value *v : n->outputs())
+      if (const auto &s = v->sharding()) {
+        for (const auto &axes : s->dims)
+          usedAxes.insert(axes.begin(), axes.end());
+        usedAxes.insert(s->partial.begin(), s->partial.end());
+      }
+  std::map<std::string, const RankPlan *> written;
   for (RankPlan &r : plan.ranks) {
+    std::string key;
+    for (const MeshAxis &a : g.mesh.axes)
+      if (usedAxes.count(a.name) && g.mesh.numDevices() > 1)
+        key += a.name + ":" + std::to_string(r.coords.at(a.name)) + ",";
+    if (auto it = written.find(key); it != written.end()) {
+      r.forward = it->second->forward;
+      r.step = it->second->step;
+      r.sha256 = it->second->sha256;
+      continue;
+    }
     std::unique_ptr<Graph> local = cloneGraph(g);
     if (tp == 1) {
       local->mesh = Mesh(); // nothing is sharded: the program is the global graph
@@ -347,6 +379,7 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (!program.empty())
         if (auto err = recordProgramHash(r, dir, program))
           return err;
+    written[key] = &r;
   }
   llvm::SmallString<256> planPath(dir);
   llvm::sys::path::append(planPath, "plan.json");

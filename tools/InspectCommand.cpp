@@ -91,7 +91,10 @@ int inspectMain() {
       os << "  " << (c.trainable ? "trainable " : "frozen    ") << c.name << ": " << c.reason << "\n";
   }
 
-  std::string irFile = onlyRank >= 0 ? path("rank" + std::to_string(onlyRank) + "/forward.pir") : path("global.pir");
+  std::string irFile = path("global.pir");
+  for (const RankPlan &r : plan->ranks) // dp replicas share their program's folder
+    if (r.rank == onlyRank && llvm::StringRef(r.forward).endswith(".onnx"))
+      irFile = path(llvm::StringRef(r.forward).drop_back(5).str() + ".pir");
   auto ir = llvm::MemoryBuffer::getFile(irFile);
   if (!ir)
     return reportError(tool, llvm::createStringError(ir.getError(), "cannot read " + irFile));

@@ -44,8 +44,12 @@ std::string formatDouble(double v, int digits) {
   return s;
 }
 
-void printTensorData(const Tensor &t, llvm::raw_ostream &os) {
+void printTensorData(const Tensor &t, llvm::raw_ostream &os, int64_t elideOver) {
   os << "dense<" << t.type().str() << ">[";
+  if (elideOver > 0 && t.numel() > elideOver) {
+    os << "...]";
+    return;
+  }
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (i)
       os << ", ";
@@ -59,7 +63,7 @@ void printTensorData(const Tensor &t, llvm::raw_ostream &os) {
   os << "]";
 }
 
-void printAttribute(const Attribute &a, llvm::raw_ostream &os) {
+void printAttribute(const Attribute &a, llvm::raw_ostream &os, int64_t elideOver) {
   switch (a.kind) {
   case Attribute::Int: os << a.i; break;
   case Attribute::Float: os << formatFloat(a.f); break;
@@ -82,7 +86,7 @@ void printAttribute(const Attribute &a, llvm::raw_ostream &os) {
       os << (i ? ", " : "") << quote(a.strings[i]);
     os << "]";
     break;
-  case Attribute::TensorValue: printTensorData(a.tensor, os); break;
+  case Attribute::TensorValue: printTensorData(a.tensor, os, elideOver); break;
   }
 }
 
@@ -159,7 +163,7 @@ void printGraph(const Graph &g, llvm::raw_ostream &os, const PrintOptions &opts)
         if (name == "name" && !generic.empty())
           os << quote(generic);
         else
-          printAttribute(a, os);
+          printAttribute(a, os, opts.elideTensorsOver);
         first = false;
       }
       os << "}";

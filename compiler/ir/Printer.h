@@ -19,6 +19,11 @@ struct PrintOptions {
   /// order, without locations: two graphs that differ only in the names an
   /// exporter chose print identically (the dynamic- vs static-batch check).
   bool genericNames = false;
+  /// Tensors (Constant values) of more elements than this print as
+  /// `dense<f32[2048,2048]>[...]` (0: every element). Text for people, such
+  /// as the .pir files beside compiled programs whose .onnx holds the data:
+  /// the parser does not read an elided tensor back.
+  int64_t elideTensorsOver = 0;
 };
 
 void printGraph(const Graph &g, llvm::raw_ostream &os, const PrintOptions &opts = {});
