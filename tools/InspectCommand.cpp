@@ -13,6 +13,7 @@
 #include "tools/Plan.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
+#include <map>
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -105,50 +106,59 @@ int inspectMain() {
   std::snprintf(header, sizeof header, "%-6s %14s %16s %14s %18s\n", "rank", "weights MB", "activations MB",
                 "collectives", "comm MB/step");
   os << header;
+  /// What one program costs; dp replicas share a program, sized once.
+  struct Sizes {
+    double weights = 0, arena = 0, comm = 0, params = 0;
+    int collectives = 0;
+    std::vector<std::string> lines;
+  };
+  std::map<std::string, Sizes> sized;
   for (const RankPlan &r : plan->ranks) {
     if (onlyRank >= 0 && r.rank != onlyRank)
       continue;
-    ImportOptions io;
-    io.trustedLocations = true; // weights by reference: typed, never read
-    auto g = importOnnx(path(r.forward), io);
-    if (!g)
-      return reportError(tool, g.takeError());
-    SizingDevice device;
-    auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
-    if (!program)
-      return reportError(tool, program.takeError());
-    double comm = 0;
-    int collectives = 0;
-    std::vector<std::string> lines;
-    for (const Node *n : (*g)->nodes())
-      if (n->domain() == "partita" && n->hasAttr("parts")) {
-        ++collectives;
-        comm += commBytes(*n);
-        if (r.rank == std::max(0, onlyRank.getValue()))
-          lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3}", n->op(), n->input(0)->type().str(),
-                                        commBytes(*n) / 1e6, n->output()->name()));
-      }
-    const auto &st = (*program)->stats();
-    os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), st.weightBytes / 1e6,
-                       st.arenaBytes / 1e6, collectives, comm / 1e6);
+    auto it = sized.find(r.forward);
+    if (it == sized.end()) {
+      ImportOptions io;
+      io.trustedLocations = true; // weights by reference: typed, never read
+      auto g = importOnnx(path(r.forward), io);
+      if (!g)
+        return reportError(tool, g.takeError());
+      SizingDevice device;
+      auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
+      if (!program)
+        return reportError(tool, program.takeError());
+      Sizes z;
+      for (const Node *n : (*g)->nodes())
+        if (n->domain() == "partita" && n->hasAttr("parts")) {
+          ++z.collectives;
+          z.comm += commBytes(*n);
+          z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3}", n->op(),
+                                          n->input(0)->type().str(), commBytes(*n) / 1e6, n->output()->name()));
+        }
+      z.weights = static_cast<double>((*program)->stats().weightBytes);
+      z.arena = static_cast<double>((*program)->stats().arenaBytes);
+      for (const std::string &name : plan->params)
+        if (const rt::TensorView *p = (*program)->staticTensor(name))
+          z.params += static_cast<double>(p->bytes());
+      it = sized.emplace(r.forward, std::move(z)).first;
+    }
+    const Sizes &z = it->second;
+    os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
+                       z.arena / 1e6, z.collectives, z.comm / 1e6);
     if (!r.step.empty()) {
       // Training: the parameters this rank updates, their gradient buckets,
       // AdamW's two moments, and the data-parallel all-reduce of the gradients.
-      double params = 0;
-      for (const std::string &name : plan->params)
-        if (const rt::TensorView *p = (*program)->staticTensor(name))
-          params += static_cast<double>(p->bytes());
       double dp = 1;
       for (const auto &axis : plan->mesh.axes)
         if (axis.name == "dp")
           dp = static_cast<double>(axis.size);
       os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB, "
                          "gradient all-reduce over dp %.3f MB/step\n",
-                         params / 1e6, params / 1e6, 2 * params / 1e6, 2 * (dp - 1) / dp * params / 1e6);
+                         z.params / 1e6, z.params / 1e6, 2 * z.params / 1e6, 2 * (dp - 1) / dp * z.params / 1e6);
     }
-    if (!lines.empty()) {
+    if (r.rank == std::max(0, onlyRank.getValue()) && !z.lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
-      for (const auto &l : lines)
+      for (const auto &l : z.lines)
         os << l << "\n";
     }
   }
