@@ -15,6 +15,10 @@
 
 namespace partita {
 
+/// AdamW's hyper-parameters, defined here once: compile builds the step
+/// program from them and writes them to plan.json (`optimizer`), where the
+/// training loop reads β1, β2 for the bias corrections it feeds the program.
+/// Defaults are torch.optim.AdamW's.
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
 };

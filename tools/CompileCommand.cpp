@@ -48,6 +48,11 @@ static cl::opt<bool> emitGradients("emit-gradients",
                                             "graph; the programs return the loss and every weight gradient "
                                             "(no optimizer: that is --train)"),
                                    cl::init(false), cl::sub(compileCmd));
+static cl::opt<double> adamBeta1("adam-beta1", cl::desc("AdamW's first-moment decay β1 (--train)"), cl::init(0.9),
+                                 cl::sub(compileCmd));
+static cl::opt<double> adamBeta2("adam-beta2", cl::desc("AdamW's second-moment decay β2 (--train)"),
+                                 cl::init(0.999), cl::sub(compileCmd));
+static cl::opt<double> adamEps("adam-eps", cl::desc("AdamW's ε (--train)"), cl::init(1e-8), cl::sub(compileCmd));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("AdamW decoupled weight decay (--train)"),
                                    cl::init(0.01), cl::sub(compileCmd));
 static cl::list<std::string> freezePatterns(
@@ -157,9 +162,7 @@ static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::Strin
   }
   else if (plan.params != names)
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
-  AdamWOptions opts;
-  opts.weightDecay = weightDecay;
-  std::unique_ptr<Graph> step = buildAdamWStep(types, opts, local.opset);
+  std::unique_ptr<Graph> step = buildAdamWStep(types, plan.optimizer, local.opset);
   llvm::SmallString<256> path(rankDir);
   llvm::sys::path::append(path, "step.onnx");
   for (RankPlan &rp : plan.ranks)
@@ -217,6 +220,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--sequence-parallel needs --tp > 1");
   if (!std::isfinite(weightDecay) || weightDecay < 0)
     return fail("--weight-decay " + formatNumber(weightDecay) + ": must be a finite number >= 0");
+  for (const auto *beta : {&adamBeta1, &adamBeta2})
+    if (!(beta->getValue() >= 0 && beta->getValue() < 1))
+      return fail("--" + beta->ArgStr + " " + formatNumber(beta->getValue()) + ": must be in [0, 1)");
+  if (!(adamEps > 0) || !std::isfinite(adamEps))
+    return fail("--adam-eps " + formatNumber(adamEps) + ": must be a finite number > 0");
   ImportOptions opts;
   for (const auto &s : inputShapes)
     if (auto err = parseInputShape(s, opts))
@@ -305,6 +313,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   // averages gradients over `dp`.
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
+  plan.optimizer = AdamWOptions{adamBeta1, adamBeta2, adamEps, weightDecay};
   plan.vocab = vocab;
   plan.inputs = specsOf(g.inputs());
   plan.outputs = specsOf(g.outputs());

@@ -158,6 +158,11 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"param_sharded", std::move(sharded)},
                           {"param_types", specs(typeSpecs)},
                           {"param_targets", std::move(targets)},
+                          {"optimizer", llvm::json::Object{{"type", "adamw"},
+                                                           {"beta1", p.optimizer.beta1},
+                                                           {"beta2", p.optimizer.beta2},
+                                                           {"eps", p.optimizer.eps},
+                                                           {"weight_decay", p.optimizer.weightDecay}}},
                           {"index_ranges", std::move(ranges)},
                           {"initializers", std::move(initializers)},
                           {"vocab", p.vocab}};
@@ -280,6 +285,19 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     }
     if (p.paramTargets.size() != p.params.size())
       return bad("param_targets do not match params");
+  }
+  if (const auto *opt = root->getObject("optimizer")) {
+    auto num = [&](llvm::StringRef key, double &out) {
+      if (auto v = opt->getNumber(key))
+        out = *v;
+      else
+        return false;
+      return true;
+    };
+    if (opt->getString("type").getValueOr("") != "adamw" || !num("beta1", p.optimizer.beta1) ||
+        !num("beta2", p.optimizer.beta2) || !num("eps", p.optimizer.eps) ||
+        !num("weight_decay", p.optimizer.weightDecay))
+      return bad("bad optimizer entry (type adamw with beta1, beta2, eps, weight_decay)");
   }
   if (const auto *ranges = root->getObject("index_ranges"))
     for (const auto &kv : *ranges)

@@ -1,6 +1,7 @@
 //===- Plan.h - out/plan.json: the mesh, the ranks and their programs -----===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include "passes/AdamWStep.h"
 #include "llvm/Support/Error.h"
 #include <map>
 
@@ -60,6 +61,8 @@ struct Plan {
   std::vector<TensorType> paramTypes;
   /// Per param: where `partita merge` writes it (at least one target).
   std::vector<std::vector<ParamTarget>> paramTargets;
+  /// Training plans: the optimizer the step programs apply.
+  AdamWOptions optimizer;
   /// Training plans: the vocabulary the loss ranges over (0: unknown).
   int64_t vocab = 0;
   /// Integer inputs that index an embedding table, and the table's rows: a

@@ -338,7 +338,8 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
     phase("gradient scale/clip");
     // Step inputs: schedule scalars from the host, then p/g/m/v per parameter.
     float stepLr = static_cast<float>(lr * lrFactor(s - 1, o));
-    float bc1 = static_cast<float>(1.0 - std::pow(0.9, s)), bc2 = static_cast<float>(1.0 - std::pow(0.999, s));
+    float bc1 = static_cast<float>(1.0 - std::pow(plan.optimizer.beta1, s)),
+          bc2 = static_cast<float>(1.0 - std::pow(plan.optimizer.beta2, s));
     Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {stepLr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
            bc2T = Tensor::fromDoubles(DType::F32, {}, {bc2});
     llvm::StringMap<rt::TensorView> stepFeeds;

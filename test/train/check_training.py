@@ -38,6 +38,14 @@ schedule = sys.argv[8] if len(sys.argv) > 8 else "constant"
 warmup = int(sys.argv[9]) if len(sys.argv) > 9 else 0
 clip = float(sys.argv[10]) if len(sys.argv) > 10 else 0.0
 compile_flags = sys.argv[11:]
+
+
+def flag(name, default):
+    """A compile flag's value (`--name V`), for torch's side of the comparison."""
+    return float(compile_flags[compile_flags.index(name) + 1]) if name in compile_flags else default
+
+
+BETAS, EPS = (flag("--adam-beta1", 0.9), flag("--adam-beta2", 0.999)), flag("--adam-eps", 1e-8)
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(root, "models"))
 import export_models as em  # noqa: E402
@@ -69,7 +77,7 @@ def batch(step):
 
 
 model = em.make(kind)
-opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=WD)
+opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
 
 
 def lr_factor(k):
