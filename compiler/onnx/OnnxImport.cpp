@@ -346,7 +346,7 @@ private:
     llvm::SmallString<256> file(llvm::sys::path::parent_path(path_));
     if (opts_.trustedLocations) {
       if (auto err = readSlice(t, declared, ref, expected))
-        return std::move(err);
+        return err;
       if (llvm::sys::path::is_absolute(location))
         file = location;
       else
