@@ -372,9 +372,12 @@ private:
             return false; // attention: scores, or probabilities times values
           if (projectionWeight(u)) // an MLP (or a head it could pair with)
             return false;
-          // A norm needs every feature: nothing after it pairs with this
-          // projection (BERT's MLM transform, dense -> GELU -> LayerNorm -> decoder).
-          if (u->op().find("Norm") != std::string::npos)
+          // A norm over all of this projection's features: nothing after it
+          // pairs with it (BERT's MLM transform, dense -> GELU -> LayerNorm ->
+          // decoder). A norm over part of them (q/k-norm over head_dim) is
+          // inside attention: the search goes on through it.
+          if (u->op().find("Norm") != std::string::npos && u->input(0) && u->input(0)->type().rank() >= 1 &&
+              u->input(0)->type().shape.back() == n->output()->type().shape.back())
             continue;
           if (seen.insert(u).second)
             queue.push_back(u);

@@ -16,10 +16,11 @@
 // Gather on axis 0 by non-constant indices) of the same dtype. They are tied
 // when W is a transposed reference to E's bytes (the model's own tie, always
 // kept), or, with by-value=1 (the default), when every element of W equals
-// E's transpose bit for bit: the whole table, read in blocks, up to 64 MiB;
-// beyond, 16 tiles spread over it (about a million elements; attribute
-// `tied_compared` records how many), so compile time and memory do not grow
-// with the tables. The embedding's Weight node records the head's
+// E's transpose bit for bit: 16 tiles spread over the table first (an untied
+// head is rejected after about a million elements), then, for a head that
+// matched them, the whole table in blocks of rows. So an untied model costs
+// nothing that grows with its weights and a tied one reads its two tables
+// once (memory: two blocks of at most 64 MiB), never a sample's guess. The embedding's Weight node records the head's
 // initializer in attribute `tied` so the plan, `inspect` and `partita merge`
 // (which writes the trained embedding's transpose back into it) know.
 //
@@ -71,49 +72,72 @@ struct Tile {
   int64_t row, col, rows, cols;
 };
 
-/// The boxes compared: the whole table, in blocks of rows, when it is small;
-/// otherwise 16 tiles spread over it (compile time must not grow with weight
-/// bytes, and a head that matches the transposed table in a million
-/// elements spread over it but differs elsewhere is no tied head torch
-/// exports). The first box is small, so a different head (the usual case)
-/// is rejected after a few elements.
-std::vector<Tile> comparedTiles(int64_t vocab, int64_t hidden, size_t elem, bool &whole) {
-  std::vector<Tile> tiles;
-  whole = static_cast<uint64_t>(vocab * hidden) * elem <= (uint64_t{64} << 20);
-  int64_t blockRows = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(1, hidden * static_cast<int64_t>(elem)));
-  if (whole) {
-    for (int64_t v0 = 0, rows = 1; v0 < vocab; v0 += rows, rows = std::min(blockRows, rows * 64))
-      tiles.push_back({v0, 0, std::min(rows, vocab - v0), hidden});
-    return tiles;
-  }
-  tiles.push_back({0, 0, 1, std::min<int64_t>(hidden, 64)});
+/// 16 tiles spread over the table (about a million elements): a different
+/// head (the usual case) is rejected after reading them; the first is tiny.
+std::vector<Tile> probeTiles(int64_t vocab, int64_t hidden) {
+  std::vector<Tile> tiles{{0, 0, 1, std::min<int64_t>(hidden, 64)}};
   int64_t rows = std::min<int64_t>(vocab, 1024), cols = std::min<int64_t>(hidden, 256);
   for (int64_t k = 0; k < 16; ++k) // a diagonal-ish spread, both ends included
     tiles.push_back({(vocab - rows) * k / 15, (hidden - cols) * ((k * 7) % 16) / 15, rows, cols});
   return tiles;
 }
 
-/// How many elements of `head` [H, V] were compared with `table` [V, H]
-/// transposed and found equal bit for bit, or -1 when one differs.
-llvm::Expected<int64_t> equalsTranspose(const WeightStore &weights, const std::string &head, const std::string &table,
-                                        const Shape &tableShape, DType dtype, bool &whole) {
-  size_t elem = dtypeSize(dtype);
-  int64_t compared = 0;
-  for (const Tile &t : comparedTiles(tableShape[0], tableShape[1], elem, whole)) {
-    auto e = weights.loadBox(table, {t.row, t.col}, {t.rows, t.cols});
-    if (!e)
-      return e.takeError();
-    auto w = weights.loadBox(head, {t.col, t.row}, {t.cols, t.rows});
-    if (!w)
-      return w.takeError();
-    const uint8_t *ed = e->data(), *wd = w->data();
-    for (int64_t v = 0; v < t.rows; ++v)
-      for (int64_t h = 0; h < t.cols; ++h)
-        if (std::memcmp(ed + (v * t.cols + h) * elem, wd + (h * t.rows + v) * elem, elem) != 0)
-          return -1;
-    compared += t.rows * t.cols;
+/// e [rows, cols] == transpose(w [cols, rows]), in 64x64 blocks so both
+/// sides stay in cache (a plain double loop strides one of them).
+template <typename Word>
+bool sameTransposed(const uint8_t *e, const uint8_t *w, int64_t rows, int64_t cols) {
+  constexpr int64_t B = 64;
+  for (int64_t h0 = 0; h0 < cols; h0 += B)
+    for (int64_t v0 = 0; v0 < rows; v0 += B)
+      for (int64_t h = h0; h < std::min(cols, h0 + B); ++h)
+        for (int64_t v = v0; v < std::min(rows, v0 + B); ++v) {
+          Word a, b;
+          std::memcpy(&a, e + (v * cols + h) * sizeof(Word), sizeof(Word));
+          std::memcpy(&b, w + (h * rows + v) * sizeof(Word), sizeof(Word));
+          if (a != b)
+            return false;
+        }
+  return true;
+}
+
+/// The table's box `t` equals the head's transposed box, bit for bit.
+llvm::Expected<bool> tileMatches(const WeightStore &weights, const std::string &head, const std::string &table,
+                                 const Tile &t, size_t elem) {
+  auto e = weights.loadBox(table, {t.row, t.col}, {t.rows, t.cols});
+  if (!e)
+    return e.takeError();
+  auto w = weights.loadBox(head, {t.col, t.row}, {t.cols, t.rows});
+  if (!w)
+    return w.takeError();
+  switch (elem) {
+  case 8: return sameTransposed<uint64_t>(e->data(), w->data(), t.rows, t.cols);
+  case 4: return sameTransposed<uint32_t>(e->data(), w->data(), t.rows, t.cols);
+  case 2: return sameTransposed<uint16_t>(e->data(), w->data(), t.rows, t.cols);
+  default: return sameTransposed<uint8_t>(e->data(), w->data(), t.rows, t.cols);
   }
-  return compared;
+}
+
+/// Every element of `head` [H, V] equals `table` [V, H] transposed: first the
+/// probe tiles, then, when they all match, the whole table in blocks of rows
+/// (memory: two blocks of at most 64 MiB; a tied table is read once, an
+/// untied one is rejected after the probes).
+llvm::Expected<bool> equalsTranspose(const WeightStore &weights, const std::string &head, const std::string &table,
+                                     const Shape &tableShape, DType dtype) {
+  int64_t vocab = tableShape[0], hidden = tableShape[1];
+  size_t elem = dtypeSize(dtype);
+  for (const Tile &t : probeTiles(vocab, hidden)) {
+    auto same = tileMatches(weights, head, table, t, elem);
+    if (!same || !*same)
+      return same;
+  }
+  int64_t blockRows =
+      std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(1, hidden * static_cast<int64_t>(elem)));
+  for (int64_t v0 = 0; v0 < vocab; v0 += blockRows) {
+    auto same = tileMatches(weights, head, table, {v0, 0, std::min(blockRows, vocab - v0), hidden}, elem);
+    if (!same || !*same)
+      return same;
+  }
+  return true;
 }
 
 class TieEmbeddings : public Pass {
@@ -146,9 +170,6 @@ public:
           return passError(name(), llvm::toString(tied.takeError()));
         if (*tied) {
           tie(g, w, e);
-          if (sampled)
-            e->setAttr("tied_compared", Attribute::ofInt(sampled));
-          sampled = 0;
           break;
         }
       }
@@ -158,9 +179,6 @@ public:
 
 private:
   bool byValue_ = true;
-
-  /// Elements compared when the tables were too large to compare whole.
-  int64_t sampled = 0;
 
   llvm::Expected<bool> sameParameter(const Graph &g, const Node &head, const Node &table, bool byValue) {
     const TensorType &ht = head.output()->type(), &tt = table.output()->type();
@@ -174,13 +192,7 @@ private:
       return true;
     if (!byValue || !hr->viewStart.empty() || !hr->perm.empty() || !tr->viewStart.empty() || !tr->perm.empty())
       return false;
-    bool whole = true;
-    auto compared = equalsTranspose(g.weights, headName, tableName, tt.shape, tt.dtype, whole);
-    if (!compared)
-      return compared.takeError();
-    if (*compared >= 0 && !whole)
-      sampled = *compared;
-    return *compared >= 0;
+    return equalsTranspose(g.weights, headName, tableName, tt.shape, tt.dtype);
   }
 
   static void tie(Graph &g, Node *head, Node *table) {
@@ -203,7 +215,7 @@ PassInfo tieEmbeddingsPass() {
           "Rewrites a projection weight W [H,V] that is bit for bit the transpose of an embedding table E "
           "[V,H] (or a transposed reference to its bytes) into Transpose(E), so training has one parameter "
           "with the summed gradient, as the exported model does; records the head's initializer in E's "
-          "attribute `tied`. Compares tables up to 64 MiB whole (in blocks), larger ones in 16 spread tiles.",
+          "attribute `tied`. Probes 16 tiles, then compares a matching table whole, in blocks.",
           "by-value=0|1 (1): also tie a head that is a separate initializer equal to the transpose (0: only a "
           "head that refers to the embedding's own bytes, which is one weight in the model itself)",
           [] { return std::make_unique<TieEmbeddings>(); }};

@@ -124,8 +124,13 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
   llvm::StringRef(tied).split(heads, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef h : heads) {
     const WeightRef *hr = global.weights.find(h);
-    std::string source = hr && !hr->source.empty() ? hr->source : h.str();
-    if (source != out[0].initializer) // a transposed reference to the table's own bytes needs no write
+    // A head that refers to stored bytes (a transpose or a box of them: the
+    // table's own, as a Transpose of it gives) is written with them; a head
+    // initializer of its own gets the table's transpose.
+    if (!hr || !hr->perm.empty() || !hr->viewStart.empty())
+      continue;
+    std::string source = !hr->source.empty() ? hr->source : h.str();
+    if (source != out[0].initializer)
       out.push_back({source, {1, 0}, {}, w.output()->type().shape});
   }
   return out;
@@ -280,14 +285,8 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   for (const Node *n : g.nodes())
     if (n->is("Weight") && n->hasAttr("tied"))
-      g.coverage.push_back(
-          "tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
-          n->stringAttr("name", "") + "'" +
-          (n->hasAttr("tied_compared")
-               ? " (compared in " + std::to_string(n->intAttr("tied_compared", 0)) + " of " +
-                     std::to_string(n->output()->type().numel()) + " elements: the tables are too large to read whole)"
-               : "") +
-          ": one parameter (--untie-embeddings keeps them apart)");
+      g.coverage.push_back("tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
+                           n->stringAttr("name", "") + "': one parameter (--untie-embeddings keeps them apart)");
   std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
   std::vector<ParameterClass> classes; // before localize turns weights into shards
   if (differentiate)
@@ -389,6 +388,19 @@ static llvm::Error compile(llvm::StringRef dir) {
         if (auto err = recordProgramHash(r, dir, program))
           return err;
     written[key] = &r;
+  }
+  if (!materializeWeights) { // the model's files the programs refer to, as they are now
+    std::set<std::string> files;
+    for (const Node *n : g.nodes())
+      if (n->is("Weight"))
+        if (const WeightRef *ref = g.weights.find(n->stringAttr("name", "")); ref && !ref->file.empty())
+          files.insert(absoluteWeightFile(ref->file));
+    for (const std::string &f : files) {
+      WeightFile wf;
+      if (!statWeightFile(f, wf))
+        return fail(f + ": cannot read the model's external data file");
+      plan.weightFiles.push_back(wf);
+    }
   }
   llvm::SmallString<256> planPath(dir);
   llvm::sys::path::append(planPath, "plan.json");

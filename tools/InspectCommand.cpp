@@ -118,9 +118,8 @@ int inspectMain() {
       continue;
     auto it = sized.find(r.forward);
     if (it == sized.end()) {
-      ImportOptions io;
-      io.trustedLocations = true; // weights by reference: typed, never read
-      auto g = importOnnx(path(r.forward), io);
+      // Weights by reference: typed, never read.
+      auto g = importOnnx(path(r.forward), compiledProgramImport(plan->weightFilePaths()));
       if (!g)
         return reportError(tool, g.takeError());
       SizingDevice device;

@@ -129,6 +129,8 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
     if (hashed)
       return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(hashed)));
   }
+  if (auto err = checkWeightFiles(*plan))
+    return std::move(err);
   return plan;
 }
 
@@ -488,7 +490,7 @@ static llvm::Error runProgram(int rank, const Plan &planRef, const std::string &
   auto tensors = readInputFiles(inputs);
   if (!tensors)
     return tensors.takeError();
-  auto g = importOnnx(inDir(planDir, me.forward), compiledProgramImport());
+  auto g = importOnnx(inDir(planDir, me.forward), compiledProgramImport(plan->weightFilePaths()));
   if (!g)
     return g.takeError();
   std::vector<TensorSpec> specs;

@@ -1,8 +1,11 @@
 //===- Plan.cpp -----------------------------------------------------------===//
 #include "tools/Plan.h"
+#include <chrono>
+#include <cmath>
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/ADT/StringExtras.h"
@@ -143,6 +146,10 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
           {"initializer", t.initializer}, {"perm", ints(t.perm)}, {"start", ints(t.start)}, {"shape", ints(t.shape)}});
     targets.push_back(std::move(one));
   }
+  llvm::json::Array weightFiles;
+  for (const WeightFile &f : p.weightFiles)
+    weightFiles.push_back(llvm::json::Object{{"path", f.path}, {"size", static_cast<int64_t>(f.size)},
+                                             {"mtime_ns", f.mtimeNs}});
   llvm::json::Array initializers;
   for (const InitializerClass &c : p.initializers)
     initializers.push_back(llvm::json::Object{{"name", c.name}, {"trainable", c.trainable}, {"reason", c.reason}});
@@ -158,6 +165,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"param_sharded", std::move(sharded)},
                           {"param_types", specs(typeSpecs)},
                           {"param_targets", std::move(targets)},
+                          {"weight_files", std::move(weightFiles)},
                           {"optimizer", llvm::json::Object{{"type", "adamw"},
                                                            {"beta1", p.optimizer.beta1},
                                                            {"beta2", p.optimizer.beta2},
@@ -279,6 +287,17 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
             !readInts(*o, "start", pt.start) || !readInts(*o, "shape", pt.shape))
           return bad("bad param_targets entry");
         pt.initializer = o->getString("initializer")->str();
+        std::vector<bool> seen(pt.perm.size());
+        bool ok = pt.start.empty() || pt.start.size() == pt.shape.size();
+        for (int64_t d : pt.perm) // a permutation of 0..n-1, or empty
+          ok = ok && d >= 0 && d < static_cast<int64_t>(seen.size()) && !seen[d] && (seen[d] = true);
+        for (int64_t v : pt.start)
+          ok = ok && v >= 0;
+        for (int64_t v : pt.shape)
+          ok = ok && v >= 0;
+        if (!ok)
+          return bad("bad param_targets entry (perm must be a permutation; start and shape non-negative, of one "
+                     "rank)");
         one.push_back(std::move(pt));
       }
       p.paramTargets.push_back(std::move(one));
@@ -286,6 +305,16 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     if (p.paramTargets.size() != p.params.size())
       return bad("param_targets do not match params");
   }
+  if (const auto *files = root->getArray("weight_files"))
+    for (const auto &f : *files) {
+      const auto *o = f.getAsObject();
+      auto size = o ? o->getInteger("size") : llvm::None;
+      auto mtime = o ? o->getInteger("mtime_ns") : llvm::None;
+      if (!o || !o->getString("path") || !size || *size < 0 || !mtime ||
+          !llvm::sys::path::is_absolute(*o->getString("path")))
+        return bad("bad weight_files entry (an absolute path, size, mtime_ns)");
+      p.weightFiles.push_back({o->getString("path")->str(), static_cast<uint64_t>(*size), *mtime});
+    }
   if (const auto *opt = root->getObject("optimizer")) {
     auto num = [&](llvm::StringRef key, double &out) {
       if (auto v = opt->getNumber(key))
@@ -298,6 +327,10 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
         !num("beta2", p.optimizer.beta2) || !num("eps", p.optimizer.eps) ||
         !num("weight_decay", p.optimizer.weightDecay))
       return bad("bad optimizer entry (type adamw with beta1, beta2, eps, weight_decay)");
+    const AdamWOptions &o = p.optimizer;
+    if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0 && std::isfinite(o.eps) &&
+          o.weightDecay >= 0 && std::isfinite(o.weightDecay)))
+      return bad("optimizer values out of range (betas in [0, 1), eps > 0, weight_decay >= 0)");
   }
   if (const auto *ranges = root->getObject("index_ranges"))
     for (const auto &kv : *ranges)
@@ -314,6 +347,34 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   return p;
+}
+
+bool statWeightFile(llvm::StringRef path, WeightFile &out) {
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st) || st.type() != llvm::sys::fs::file_type::regular_file)
+    return false;
+  out.path = path.str();
+  out.size = st.getSize();
+  out.mtimeNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    st.getLastModificationTime().time_since_epoch())
+                    .count();
+  return true;
+}
+
+llvm::Error checkWeightFiles(const Plan &p) {
+  for (const WeightFile &f : p.weightFiles) {
+    WeightFile now;
+    if (!statWeightFile(f.path, now))
+      return fail(f.path, "the model's weights, which the compiled programs read by reference, are gone (moved "
+                          "or deleted since compile): compile again");
+    if (now.size != f.size || now.mtimeNs != f.mtimeNs)
+      return fail(f.path, "the model's weights changed since compile (" +
+                              (now.size != f.size ? "size " + llvm::Twine(f.size) + " -> " + llvm::Twine(now.size) +
+                                                        " bytes"
+                                                  : llvm::Twine("same size, another modification time")) +
+                              "): compile again (--materialize-weights keeps a copy with the plan)");
+  }
+  return llvm::Error::success();
 }
 
 static std::string sha256Hex(llvm::StringRef bytes) {

@@ -32,6 +32,15 @@ struct ParamTarget {
   Shape shape; // the whole parameter's shape (the shards concatenated)
 };
 
+/// A file of the model's own weights that the rank programs refer to (a plan
+/// compiled by reference), with what it was at compile time: a launch
+/// refuses it when it has changed since.
+struct WeightFile {
+  std::string path; // absolute
+  uint64_t size = 0;
+  int64_t mtimeNs = 0;
+};
+
 struct RankPlan {
   int64_t rank = 0;
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
@@ -61,6 +70,14 @@ struct Plan {
   std::vector<TensorType> paramTypes;
   /// Per param: where `partita merge` writes it (at least one target).
   std::vector<std::vector<ParamTarget>> paramTargets;
+  /// The model's external data files the programs read by reference.
+  std::vector<WeightFile> weightFiles;
+  std::vector<std::string> weightFilePaths() const {
+    std::vector<std::string> out;
+    for (const WeightFile &f : weightFiles)
+      out.push_back(f.path);
+    return out;
+  }
   /// Training plans: the optimizer the step programs apply.
   AdamWOptions optimizer;
   /// Training plans: the vocabulary the loss ranges over (0: unknown).
@@ -80,6 +97,12 @@ struct Plan {
 Plan makePlan(const Mesh &mesh);
 llvm::Error writePlan(const Plan &p, llvm::StringRef path);
 llvm::Expected<Plan> readPlan(llvm::StringRef path);
+
+/// The size and modification time of `path` now (false: it cannot be read).
+bool statWeightFile(llvm::StringRef path, WeightFile &out);
+/// Every weight file is still what it was at compile time; the error names
+/// the file and says what to do.
+llvm::Error checkWeightFiles(const Plan &p);
 
 /// SHA-256 of a file's bytes, as lowercase hex.
 llvm::Expected<std::string> sha256File(llvm::StringRef path);

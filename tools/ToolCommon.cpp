@@ -16,9 +16,10 @@
 
 namespace partita {
 
-ImportOptions compiledProgramImport() {
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
   ImportOptions o;
   o.trustedLocations = true;
+  o.trustedFiles.assign(weightFiles.begin(), weightFiles.end());
   return o;
 }
 

@@ -16,7 +16,7 @@ llvm::Expected<std::unique_ptr<Graph>> loadGraphFromText(llvm::StringRef text, l
 bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents);
 /// How a rank imports a program of a compiled plan (its hash checked against
 /// plan.json first): its weights may refer to the original model's files.
-ImportOptions compiledProgramImport();
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles);
 
 /// Reads NAME=FILE.npy specs (the --input option) into host tensors.
 llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::string> specs);

@@ -66,10 +66,10 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
   const bool skipNonfinite = o.skipNonfinite, progressBar = o.progressBar, profile = o.profile,
              profileByNode = o.profileByNode, noOverlap = o.noOverlap;
   const RankPlan &me = plan.ranks[rank];
-  auto fwdGraph = importOnnx(inDir(planDir, me.forward), compiledProgramImport());
+  auto fwdGraph = importOnnx(inDir(planDir, me.forward), compiledProgramImport(plan.weightFilePaths()));
   if (!fwdGraph)
     return fwdGraph.takeError();
-  auto stepGraph = importOnnx(inDir(planDir, me.step), compiledProgramImport());
+  auto stepGraph = importOnnx(inDir(planDir, me.step), compiledProgramImport(plan.weightFilePaths()));
   if (!stepGraph)
     return stepGraph.takeError();
   rt::CpuDevice device;

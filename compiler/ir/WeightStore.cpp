@@ -1,11 +1,20 @@
 //===- WeightStore.cpp ----------------------------------------------------===//
 #include "compiler/ir/WeightStore.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
 namespace partita {
+
+std::string absoluteWeightFile(llvm::StringRef file) {
+  llvm::SmallString<256> path(file);
+  llvm::sys::fs::make_absolute(path);
+  llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  return path.str().str();
+}
 
 const WeightRef *WeightStore::find(llvm::StringRef name) const {
   auto it = refs_.find(name);

@@ -60,6 +60,10 @@ bool parseWeightViewName(llvm::StringRef name, std::string &base, Shape &start, 
 llvm::Error forEachBoxRun(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size,
                           llvm::function_ref<llvm::Error(int64_t boxFirst, int64_t first, int64_t n)> visit);
 
+/// `file` made absolute, without . and .. components: how rank programs and
+/// plan.json name a model's external data file.
+std::string absoluteWeightFile(llvm::StringRef file);
+
 class WeightStore {
 public:
   void add(const std::string &name, WeightRef ref) { refs_[name] = std::move(ref); }

@@ -61,9 +61,7 @@ std::string joinInts(llvm::ArrayRef<int64_t> v) {
 /// file (ExportOptions::weightsByReference).
 void writeReference(onnx::TensorProto &t, const std::string &name, const WeightRef &ref) {
   size_t elem = dtypeSize(ref.type.dtype);
-  llvm::SmallString<256> file(ref.file); // the program lives elsewhere: the location is absolute
-  llvm::sys::fs::make_absolute(file);
-  llvm::sys::path::remove_dots(file, /*remove_dot_dot=*/true);
+  std::string file = absoluteWeightFile(ref.file); // the program lives elsewhere: the location is absolute
   const Shape &stored = ref.storedShape.empty() ? ref.type.shape : ref.storedShape;
   bool permuted = false;
   for (size_t d = 0; d < ref.perm.size(); ++d)
@@ -87,10 +85,10 @@ void writeReference(onnx::TensorProto &t, const std::string &name, const WeightR
   }
   uint64_t numel = static_cast<uint64_t>(numElements(ref.type.shape));
   if (contiguous) {
-    setExternal(t, name, ref.type, file.str().str(), ref.offset + static_cast<uint64_t>(first) * elem, numel * elem);
+    setExternal(t, name, ref.type, file, ref.offset + static_cast<uint64_t>(first) * elem, numel * elem);
     return;
   }
-  setExternal(t, name, ref.type, file.str().str(), ref.offset, static_cast<uint64_t>(numElements(stored)) * elem);
+  setExternal(t, name, ref.type, file, ref.offset, static_cast<uint64_t>(numElements(stored)) * elem);
   auto kv = [&](const char *k, const std::string &v) {
     auto *e = t.add_external_data();
     e->set_key(k);

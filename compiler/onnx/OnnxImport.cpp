@@ -9,6 +9,7 @@
 #include "llvm/Support/Path.h"
 #include "onnx/defs/parser.h"
 #include "onnx/onnx_pb.h"
+#include <algorithm>
 #include <google/protobuf/io/coded_stream.h>
 
 namespace partita {
@@ -347,9 +348,12 @@ private:
     if (opts_.trustedLocations) {
       if (auto err = readSlice(t, declared, ref, expected))
         return err;
-      if (llvm::sys::path::is_absolute(location))
+      if (llvm::sys::path::is_absolute(location)) {
+        if (std::find(opts_.trustedFiles.begin(), opts_.trustedFiles.end(), location) == opts_.trustedFiles.end())
+          return fail("initializer '" + t.name() + "' refers to " + location +
+                      ", which is not one of the plan's weight files (plan.json weight_files)");
         file = location;
-      else
+      } else
         llvm::sys::path::append(file, location);
     } else if (llvm::sys::path::is_absolute(location) || llvm::StringRef(location).contains("..")) {
       return fail("initializer '" + t.name() + "' has external data outside the model folder: " + location +

@@ -29,6 +29,9 @@ struct ImportOptions {
   /// location (the original model's file, read by reference) and slices of
   /// it (keys partita_stored_shape, partita_view_start, partita_perm).
   bool trustedLocations = false;
+  /// With trustedLocations: the only absolute locations accepted (the weight
+  /// files plan.json lists, checked unchanged since compile).
+  std::vector<std::string> trustedFiles;
   /// How diagnostics name the option that sets input shapes.
   std::string shapeFlag = "--input-shape";
 };
