@@ -36,6 +36,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -341,11 +342,25 @@ llvm::Expected<TrainableList> readTrainableList(llvm::StringRef path) {
 }
 
 /// Exactly the listed weights trainable; the other float weights frozen.
+/// The initializer names a Weight node answers to: its own, and those of the
+/// heads tie-embeddings tied to it (one parameter: an override of either
+/// name applies to it).
+static std::vector<std::string> weightNames(const Node &n) {
+  std::vector<std::string> names{n.stringAttr("name", "")};
+  std::string tied = n.stringAttr("tied", "");
+  llvm::SmallVector<llvm::StringRef, 2> heads;
+  llvm::StringRef(tied).split(heads, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef h : heads)
+    names.push_back(h.str());
+  return names;
+}
+
 static llvm::Error applyTrainableList(Graph &g, const TrainableList &list) {
   llvm::StringMap<llvm::SmallVector<Node *, 1>> weights; // by name (a name may have several nodes)
   for (Node *n : g.nodes())
     if (n->is("Weight"))
-      weights[n->stringAttr("name", "")].push_back(n);
+      for (const std::string &name : weightNames(*n))
+        weights[name].push_back(n);
   llvm::StringMap<unsigned> listed; // name -> its first line
   for (const auto &[line, name] : list.names) {
     auto it = weights.find(name);
@@ -363,17 +378,19 @@ static llvm::Error applyTrainableList(Graph &g, const TrainableList &list) {
                                      dtypeName(dtype).str().c_str());
     listed.try_emplace(name, line);
   }
-  for (auto &entry : weights) {
-    auto it = listed.find(entry.getKey());
-    bool trainable = it != listed.end();
-    std::string reason = trainable ? "listed in " + list.path + ":" + std::to_string(it->second)
-                                   : "not in " + list.path;
-    for (Node *n : entry.second) {
-      if (!isFloat(n->output()->type().dtype))
-        continue; // keeps the default rule's reason
-      n->setAttr("trainable", Attribute::ofInt(trainable ? 1 : 0));
-      n->setAttr("role", Attribute::ofString(reason));
-    }
+  for (Node *n : g.nodes()) {
+    if (!n->is("Weight") || !isFloat(n->output()->type().dtype))
+      continue; // an integer weight keeps the default rule's reason
+    std::string reason = "not in " + list.path;
+    bool trainable = false;
+    for (const std::string &name : weightNames(*n))
+      if (auto it = listed.find(name); it != listed.end() && !trainable) {
+        trainable = true;
+        reason = "listed in " + list.path + ":" + std::to_string(it->second) +
+                 (name == n->stringAttr("name", "") ? "" : " (as '" + name + "', the head tied to it)");
+      }
+    n->setAttr("trainable", Attribute::ofInt(trainable ? 1 : 0));
+    n->setAttr("role", Attribute::ofString(reason));
   }
   return llvm::Error::success();
 }
@@ -391,7 +408,10 @@ llvm::Error applyParameterOverrides(Graph &g, const ParameterOverrides &o) {
                                        llvm::toString(glob.takeError()).c_str());
       bool matched = false;
       for (Node *n : g.nodes()) {
-        if (!n->is("Weight") || !glob->match(n->stringAttr("name", "")))
+        if (!n->is("Weight"))
+          continue;
+        std::vector<std::string> names = weightNames(*n);
+        if (std::none_of(names.begin(), names.end(), [&](const std::string &s) { return glob->match(s); }))
           continue;
         matched = true;
         if (makeTrainable && !isFloat(n->output()->type().dtype))
