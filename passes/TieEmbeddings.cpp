@@ -18,9 +18,11 @@
 // kept), or, with by-value=1 (the default), when every element of W equals
 // E's transpose bit for bit: 16 tiles spread over the table first (an untied
 // head is rejected after about a million elements), then, for a head that
-// matched them, the whole table in blocks of rows. So an untied model costs
-// nothing that grows with its weights and a tied one reads its two tables
-// once (memory: two blocks of at most 64 MiB), never a sample's guess. The embedding's Weight node records the head's
+// matched them, the whole table in blocks of rows (memory: two blocks of at
+// most 64 MiB), never a sample's guess. Tables over max-compare-kb (512 MiB)
+// are not read whole by default, so compile time does not grow with the
+// weights: such a head stays untied, marked `tie_suspected`, and compile says
+// how to tie it (--tie-embeddings: no limit). The embedding's Weight node records the head's
 // initializer in attribute `tied` so the plan, `inspect` and `partita merge`
 // (which writes the trained embedding's transpose back into it) know.
 //
@@ -121,14 +123,22 @@ llvm::Expected<bool> tileMatches(const WeightStore &weights, const std::string &
 /// probe tiles, then, when they all match, the whole table in blocks of rows
 /// (memory: two blocks of at most 64 MiB; a tied table is read once, an
 /// untied one is rejected after the probes).
+/// `probedOnly` is set when the probes matched but the table is larger than
+/// `maxCompareBytes` (0: no limit): nothing more is read and the answer is
+/// false.
 llvm::Expected<bool> equalsTranspose(const WeightStore &weights, const std::string &head, const std::string &table,
-                                     const Shape &tableShape, DType dtype) {
+                                     const Shape &tableShape, DType dtype, uint64_t maxCompareBytes,
+                                     bool &probedOnly) {
   int64_t vocab = tableShape[0], hidden = tableShape[1];
   size_t elem = dtypeSize(dtype);
   for (const Tile &t : probeTiles(vocab, hidden)) {
     auto same = tileMatches(weights, head, table, t, elem);
     if (!same || !*same)
       return same;
+  }
+  if (maxCompareBytes && static_cast<uint64_t>(vocab * hidden) * elem > maxCompareBytes) {
+    probedOnly = true;
+    return false;
   }
   int64_t blockRows =
       std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(1, hidden * static_cast<int64_t>(elem)));
@@ -147,6 +157,11 @@ public:
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key == "by-value") {
       byValue_ = value != "0" && value != "false";
+      return llvm::Error::success();
+    }
+    if (key == "max-compare-kb") {
+      if (value.getAsInteger(10, maxCompareKb_) || maxCompareKb_ < 0)
+        return passError(name(), "option max-compare-kb expects a size in KiB (0: no limit), got '" + value + "'");
       return llvm::Error::success();
     }
     return Pass::setOption(key, value);
@@ -179,6 +194,7 @@ public:
 
 private:
   bool byValue_ = true;
+  int64_t maxCompareKb_ = 512 << 10;
 
   llvm::Expected<bool> sameParameter(const Graph &g, const Node &head, const Node &table, bool byValue) {
     const TensorType &ht = head.output()->type(), &tt = table.output()->type();
@@ -192,7 +208,12 @@ private:
       return true;
     if (!byValue || !hr->viewStart.empty() || !hr->perm.empty() || !tr->viewStart.empty() || !tr->perm.empty())
       return false;
-    return equalsTranspose(g.weights, headName, tableName, tt.shape, tt.dtype);
+    bool probedOnly = false;
+    auto same = equalsTranspose(g.weights, headName, tableName, tt.shape, tt.dtype,
+                                static_cast<uint64_t>(maxCompareKb_) << 10, probedOnly);
+    if (same && probedOnly) // said by compile: a likely tie left untied
+      const_cast<Node &>(table).setAttr("tie_suspected", Attribute::ofString(headName));
+    return same;
   }
 
   static void tie(Graph &g, Node *head, Node *table) {
@@ -216,6 +237,8 @@ PassInfo tieEmbeddingsPass() {
           "[V,H] (or a transposed reference to its bytes) into Transpose(E), so training has one parameter "
           "with the summed gradient, as the exported model does; records the head's initializer in E's "
           "attribute `tied`. Probes 16 tiles, then compares a matching table whole, in blocks.",
+          "max-compare-kb=int (524288, 512 MiB): a table larger than this whose head matches the probes is not compared "
+          "whole and stays untied (attribute tie_suspected names the head); 0: no limit\n"
           "by-value=0|1 (1): also tie a head that is a separate initializer equal to the transpose (0: only a "
           "head that refers to the embedding's own bytes, which is one weight in the model itself)",
           [] { return std::make_unique<TieEmbeddings>(); }};

@@ -69,6 +69,11 @@ static cl::opt<std::string> trainableFile(
              "ignored); every other float initializer is frozen. Applied first; --freeze, then --trainable, "
              "adjust what it leaves"),
     cl::value_desc("FILE"), cl::sub(compileCmd));
+static cl::opt<bool> tieEmbeddings(
+    "tie-embeddings",
+    cl::desc("Tie an output projection to the embedding whose transpose it equals however large the tables "
+             "(compile reads both once; by default tables over 512 MiB are only probed and stay untied)"),
+    cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> untieEmbeddings(
     "untie-embeddings",
     cl::desc("Keep an output projection that is a separate initializer equal to an embedding's transpose a "
@@ -240,7 +245,11 @@ static llvm::Error compile(llvm::StringRef dir) {
   Graph &g = **imported;
   PassManager pm;
   pm.verifyEach = true;
-  std::string pipeline = untieEmbeddings ? "canonicalize,tie-embeddings{by-value=0}" : "canonicalize,tie-embeddings";
+  if (tieEmbeddings && untieEmbeddings)
+    return fail("--tie-embeddings and --untie-embeddings contradict each other: give one");
+  std::string pipeline = untieEmbeddings ? "canonicalize,tie-embeddings{by-value=0}"
+                         : tieEmbeddings ? "canonicalize,tie-embeddings{max-compare-kb=0}"
+                                         : "canonicalize,tie-embeddings";
   bool differentiate = emitGradients || train;
   if (!differentiate && (!freezePatterns.empty() || !trainablePatterns.empty() || !trainableFile.empty()))
     return fail("--freeze, --trainable and --trainable-file need --train or --emit-gradients");
@@ -283,6 +292,12 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   if (auto err = pm.run(g))
     return err;
+  for (const Node *n : g.nodes())
+    if (n->is("Weight") && n->hasAttr("tie_suspected"))
+      g.coverage.push_back("untied: '" + n->stringAttr("tie_suspected", "") +
+                           "' matches the transpose of embedding '" + n->stringAttr("name", "") +
+                           "' in every probe, but the tables are too large to compare whole by default; "
+                           "--tie-embeddings compares them (reads both once) and ties them if equal");
   for (const Node *n : g.nodes())
     if (n->is("Weight") && n->hasAttr("tied"))
       g.coverage.push_back("tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
