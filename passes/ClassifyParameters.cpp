@@ -29,6 +29,7 @@
 //     →  %c = Weight() {name = "onnx::Mul_438", role = "rotary table ...", trainable = 0}
 //===----------------------------------------------------------------------===//
 #include "passes/ClassifyParameters.h"
+#include "passes/TieEmbeddings.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -347,11 +348,8 @@ llvm::Expected<TrainableList> readTrainableList(llvm::StringRef path) {
 /// name applies to it).
 static std::vector<std::string> weightNames(const Node &n) {
   std::vector<std::string> names{n.stringAttr("name", "")};
-  std::string tied = n.stringAttr("tied", "");
-  llvm::SmallVector<llvm::StringRef, 2> heads;
-  llvm::StringRef(tied).split(heads, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef h : heads)
-    names.push_back(h.str());
+  for (std::string &h : tiedHeadNames(n))
+    names.push_back(std::move(h));
   return names;
 }
 

@@ -32,6 +32,7 @@
 //     →  %t = Transpose(%e) {perm = [1, 0]};  %y = MatMul(%h, %t)
 //        %e = Weight() {name = "wte.weight", tied = "onnx::MatMul_262"}
 //===----------------------------------------------------------------------===//
+#include "passes/TieEmbeddings.h"
 #include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
 #include <algorithm>
@@ -230,6 +231,13 @@ private:
 };
 
 } // namespace
+
+std::vector<std::string> tiedHeadNames(const Node &table) {
+  std::string tied = table.stringAttr("tied", "");
+  llvm::SmallVector<llvm::StringRef, 2> heads;
+  llvm::StringRef(tied).split(heads, ',', -1, /*KeepEmpty=*/false);
+  return std::vector<std::string>(heads.begin(), heads.end());
+}
 
 PassInfo tieEmbeddingsPass() {
   return {"tie-embeddings", "Tie an output projection equal to an embedding's transpose to that embedding",

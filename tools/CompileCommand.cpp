@@ -12,6 +12,7 @@
 #include "compiler/pass/PassManager.h"
 #include "passes/AdamWStep.h"
 #include "passes/ClassifyParameters.h"
+#include "passes/TieEmbeddings.h"
 #include "tools/Commands.h"
 #include "tools/OutputDir.h"
 #include "tools/Plan.h"
@@ -124,17 +125,14 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
   std::vector<ParamTarget> out;
   out.push_back({ref && !ref->source.empty() ? ref->source : name, ref ? ref->perm : std::vector<int64_t>{},
                  ref ? ref->viewStart : Shape{}, w.output()->type().shape});
-  llvm::SmallVector<llvm::StringRef, 2> heads;
-  std::string tied = w.stringAttr("tied", "");
-  llvm::StringRef(tied).split(heads, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef h : heads) {
+  for (const std::string &h : tiedHeadNames(w)) {
     const WeightRef *hr = global.weights.find(h);
     // A head that refers to stored bytes (a transpose or a box of them: the
     // table's own, as a Transpose of it gives) is written with them; a head
     // initializer of its own gets the table's transpose.
     if (!hr || !hr->perm.empty() || !hr->viewStart.empty())
       continue;
-    std::string source = !hr->source.empty() ? hr->source : h.str();
+    std::string source = !hr->source.empty() ? hr->source : h;
     if (source != out[0].initializer)
       out.push_back({source, {1, 0}, {}, w.output()->type().shape});
   }
