@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include <cmath>
 #include <memory>
 
 namespace partita {
@@ -21,6 +22,11 @@ namespace partita {
 /// Defaults are torch.optim.AdamW's.
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+  /// Betas in [0, 1), eps finite and > 0, weight decay finite and >= 0.
+  bool valid() const {
+    return beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0 && std::isfinite(eps) &&
+           weightDecay >= 0 && std::isfinite(weightDecay);
+  }
 };
 
 std::unique_ptr<Graph> buildAdamWStep(llvm::ArrayRef<TensorType> params, const AdamWOptions &opts, int64_t opset);

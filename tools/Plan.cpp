@@ -327,9 +327,7 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
         !num("beta2", p.optimizer.beta2) || !num("eps", p.optimizer.eps) ||
         !num("weight_decay", p.optimizer.weightDecay))
       return bad("bad optimizer entry (type adamw with beta1, beta2, eps, weight_decay)");
-    const AdamWOptions &o = p.optimizer;
-    if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0 && std::isfinite(o.eps) &&
-          o.weightDecay >= 0 && std::isfinite(o.weightDecay)))
+    if (!p.optimizer.valid())
       return bad("optimizer values out of range (betas in [0, 1), eps > 0, weight_decay >= 0)");
   }
   if (const auto *ranges = root->getObject("index_ranges"))
