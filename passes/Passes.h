@@ -17,6 +17,7 @@ PassInfo propagateShardingPass();
 PassInfo insertCollectivesPass();
 PassInfo hoistShardSlicesPass();
 PassInfo localizePass();
+PassInfo dataParallelPass();
 PassInfo autodiffPass();
 PassInfo addLossPass();
 PassInfo splitFusedProjectionsPass();

@@ -45,6 +45,10 @@ public:
       axis_ = value.str();
       return llvm::Error::success();
     }
+    if (key == "major") {
+      major_ = value == "1" || value == "true";
+      return llvm::Error::success();
+    }
     if (key == "sharded-outputs") {
       shardedOutputs_ = value == "1" || value == "true";
       return llvm::Error::success();
@@ -68,15 +72,15 @@ public:
       Node *r = g.createNode("Reshard", {v}, {v->name() + ".reshard"}, "partita");
       r->output()->type() = v->type();
       r->output()->sharding() = v->sharding(); // other axes unchanged
-      setLayout(r->output(), ax, to);
+      setLayout(r->output(), ax, to, major_);
       return reshards[key] = r->output();
     };
 
     for (Value *in : g.inputs()) // replicated unless the IR says otherwise
-      setLayout(in, ax, layoutOf(in, ax));
+      setLayout(in, ax, layoutOf(in, ax), major_);
     for (Node *n : g.nodes()) {
       if (n->is("Weight") || n->is("Constant")) {
-        setLayout(n->output(), ax, layoutOf(n->output(), ax));
+        setLayout(n->output(), ax, layoutOf(n->output(), ax), major_);
         continue;
       }
       std::vector<Layout> actual;
@@ -99,7 +103,7 @@ public:
         if (n->input(i) && r.operands[i] != actual[i])
           n->setInput(i, reshard(n->input(i), r.operands[i]));
       for (size_t i = 0; i < n->numOutputs(); ++i)
-        setLayout(n->output(i), ax, i < r.results.size() ? r.results[i] : Layout::replicated());
+        setLayout(n->output(i), ax, i < r.results.size() ? r.results[i] : Layout::replicated(), major_);
     }
     // Outputs are made replicated, except, with sharded-outputs=1 (training),
     // weight gradients.
@@ -122,6 +126,7 @@ private:
   std::string axis_ = "tp";
   bool sequenceParallel_ = false;
   bool shardedOutputs_ = false;
+  bool major_ = false; // the axis is the major split of a dimension it shares
 
   /// A token dimension of an activation [.., tokens, features]: the one before
   /// the features if it divides, else the first that does.
@@ -195,7 +200,8 @@ PassInfo propagateShardingPass() {
           "changes as partita.Reshard nodes, along one mesh axis. Expects a mesh (annotate-megatron).",
           "axis=string (tp): the mesh axis to propagate along; "
           "sequence-parallel=bool (0): split LayerNorm/residual regions along the tokens; "
-          "sharded-outputs=bool (0): keep split graph outputs split (gradients of sharded weights)",
+          "sharded-outputs=bool (0): keep split graph outputs split (gradients of sharded weights); "
+          "major=bool (0): on a dimension other axes split too, this axis splits it major-most (data parallelism)",
           [] { return std::make_unique<PropagateSharding>(); }};
 }
 

@@ -320,14 +320,24 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto err = spm.run(g))
       return err;
   }
-  // Data parallelism replicates the tensor-parallel programs (no value is
-  // split over dp yet): rank k runs tp rank k mod T's program; the runtime
-  // averages gradients over `dp`.
+  // What one data-parallel replica feeds (the global graph takes dp of them).
+  std::vector<TensorSpec> replicaInputs = specsOf(g.inputs());
+  // Data parallelism splits the batch over dp: the global graph computes dp
+  // replicas' batches, and the gradients' all-reduces over dp are placed by
+  // the planner like tensor parallelism's.
+  if (dp > 1) {
+    PassManager dpm;
+    dpm.verifyEach = true;
+    if (auto err = dpm.addPipeline("data-parallel{axis=dp},insert-collectives,cse,dce"))
+      return err;
+    if (auto err = dpm.run(g))
+      return err;
+  }
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
   plan.optimizer = AdamWOptions{adamBeta1, adamBeta2, adamEps, weightDecay};
   plan.vocab = vocab;
-  plan.inputs = specsOf(g.inputs());
+  plan.inputs = replicaInputs;
   plan.outputs = specsOf(g.outputs());
   plan.coverage = g.coverage;
   plan.indexRanges = ranges;
@@ -341,18 +351,19 @@ static llvm::Error compile(llvm::StringRef dir) {
   llvm::sys::path::append(globalPath, "global.pir");
   if (auto err = writeText(globalPath, g))
     return err;
-  // Ranks whose coordinates agree on every axis a value is split or partial
-  // over run the same program (dp replicas, while nothing is split over dp):
-  // it is written once, in the first such rank's folder, and the others'
-  // plan entries point at it.
+  // A rank's program depends on its coordinate on an axis only where it
+  // holds a block of a weight split over it or slices a value by it (a
+  // collective's group comes from the runtime): ranks that agree on those
+  // axes (dp replicas) run the same program, written once, in the first such
+  // rank's folder; the others' plan entries point at it.
   std::set<std::string> usedAxes;
-  for (const Node *n : g.nodes())
-    for (const Value *v : n->outputs())
-      if (const auto &s = v->sharding()) {
-        for (const auto &axes : s->dims)
-          usedAxes.insert(axes.begin(), axes.end());
-        usedAxes.insert(s->partial.begin(), s->partial.end());
-      }
+  for (const Node *n : g.nodes()) {
+    if (n->is("ShardSlice", "partita"))
+      usedAxes.insert(n->stringAttr("axis", ""));
+    if (n->is("Weight") && n->output()->sharding())
+      for (const auto &axes : n->output()->sharding()->dims)
+        usedAxes.insert(axes.begin(), axes.end());
+  }
   std::map<std::string, const RankPlan *> written;
   for (RankPlan &r : plan.ranks) {
     std::string key;
@@ -366,7 +377,7 @@ static llvm::Error compile(llvm::StringRef dir) {
       continue;
     }
     std::unique_ptr<Graph> local = cloneGraph(g);
-    if (tp == 1) {
+    if (g.mesh.numDevices() == 1) {
       local->mesh = Mesh(); // nothing is sharded: the program is the global graph
     } else { // the rank's coordinates on the mesh axes
       std::string coords;

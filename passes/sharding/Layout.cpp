@@ -20,14 +20,14 @@ Layout layoutOf(const Value *v, llvm::StringRef axis) {
   for (size_t d = 0; d < s.dims.size(); ++d)
     if (std::find(s.dims[d].begin(), s.dims[d].end(), axis) != s.dims[d].end()) {
       l.dim = static_cast<int64_t>(d);
-      l.outer = s.outerOf(d);
+      l.outer = s.dims[d].back() == axis ? s.outerOf(d) : 1;
     }
   l.partial = std::find(s.partial.begin(), s.partial.end(), axis) != s.partial.end();
   l.max = l.partial && s.partialMax;
   return l;
 }
 
-void setLayout(Value *v, llvm::StringRef axis, const Layout &l) {
+void setLayout(Value *v, llvm::StringRef axis, const Layout &l, bool major) {
   Sharding s = v->sharding() ? *v->sharding() : Sharding::replicated(v->type().shape.size());
   s.dims.resize(v->type().shape.size());
   for (auto &d : s.dims)
@@ -38,8 +38,13 @@ void setLayout(Value *v, llvm::StringRef axis, const Layout &l) {
     if (s.dims[d].empty())
       s.outer[d] = 1;
   if (l.dim >= 0) {
-    s.dims[l.dim].push_back(axis.str());
-    s.outer[l.dim] = l.outer;
+    auto &axes = s.dims[l.dim];
+    if (major && !axes.empty()) // the minor axes keep their outer factor
+      axes.insert(axes.begin(), axis.str());
+    else {
+      axes.push_back(axis.str());
+      s.outer[l.dim] = l.outer;
+    }
   }
   if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
     s.outer.clear();

@@ -33,10 +33,15 @@ struct Layout {
   std::string str() const;
 };
 
-/// The layout of `v` along `axis` (replicated when it has no sharding).
+/// The layout of `v` along `axis` (replicated when it has no sharding). A
+/// dimension's outer factor belongs to its minor-most axis: the major ones
+/// split it in contiguous blocks.
 Layout layoutOf(const Value *v, llvm::StringRef axis);
-/// Sets `v`'s sharding along `axis` to `l`, keeping other axes.
-void setLayout(Value *v, llvm::StringRef axis, const Layout &l);
+/// Sets `v`'s sharding along `axis` to `l`, keeping other axes. On a
+/// dimension other axes already split, `axis` becomes the minor-most one, or
+/// with `major` the major-most (data parallelism's batch: the other axes
+/// then split inside each of its blocks, and keep their outer factor).
+void setLayout(Value *v, llvm::StringRef axis, const Layout &l, bool major = false);
 /// Sharding of a rank-`rank` value with layout `l` along `axis` only.
 Sharding toSharding(const Layout &l, llvm::StringRef axis, size_t rank);
 

@@ -297,6 +297,14 @@ RuleResult embeddingGradForward(const RuleContext &c) {
     return RuleResult{{table, Layout::replicated(), Layout::replicated()}, {table}};
   if (table.dim == 1 && !table.partial)
     return RuleResult{{table, Layout::replicated(), Layout::split(dyRank - 1)}, {table}};
+  // Ids (and dy) split along a token dimension (data parallelism's batch):
+  // each rank scatters its own tokens into a whole table, a partial sum.
+  const Layout &ids = c.actual[1], &dy = c.actual[2];
+  int64_t token = ids.dim >= 0 && ids.outer == 1                       ? ids.dim
+                  : dy.dim >= 0 && dy.dim < c.rank(1) && dy.outer == 1 ? dy.dim
+                                                                        : -1;
+  if (table.isReplicated() && token >= 0)
+    return RuleResult{{table, Layout::split(token), Layout::split(token)}, {Layout::partialSum()}};
   return allReplicated(c.node);
 }
 

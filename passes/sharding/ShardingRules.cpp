@@ -17,6 +17,7 @@ static const llvm::StringMap<ShardingRule> &table() {
     addShapeRules(m);
     addDotRules(m);
     addNormRules(m);
+    addCollectiveRules(m);
     return m;
   }();
   return t;

@@ -60,5 +60,6 @@ void addElementwiseRules(llvm::StringMap<ShardingRule> &t);
 void addShapeRules(llvm::StringMap<ShardingRule> &t);
 void addDotRules(llvm::StringMap<ShardingRule> &t);
 void addNormRules(llvm::StringMap<ShardingRule> &t);
+void addCollectiveRules(llvm::StringMap<ShardingRule> &t);
 
 } // namespace partita
