@@ -114,7 +114,8 @@ public:
     if (auto err = verifyGraph(g))
       return passError(name(), "the batch (" + llvm::Twine(batch) + " per replica, the leading dimension of input %" +
                                    g.inputs()[0]->name() + ") cannot be scaled by " + axis_ + "=" +
-                                   llvm::Twine(parts) + ": " + llvm::toString(std::move(err)));
+                                   llvm::Twine(parts) + ": " + llvm::toString(std::move(err)) +
+                                   " (no sharding rule of that op carries the batch split through it)");
     return llvm::Error::success();
   }
 
