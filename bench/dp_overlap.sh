@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): data parallelism's overlap of gradient all-reduces
 # with the backward pass. The d=768, 4-layer GPT (seq 128, batch 4 per rank)
-# trains at dp=2 on 2 ranks of 1 thread, with each bucket's all-reduce started
-# as soon as its gradients are ready (polled between kernels) and with
-# --no-overlap (all started after the backward pass), alternately; prints
-# both medians, their ratio, and the time a step waits for the all-reduces.
+# trains at dp=2 on 2 ranks of 1 thread, with each bucket's all-reduce (placed
+# in the program by compile, DDP-sized buckets of BUCKET_MB) started as soon as
+# its gradients are ready and finished at the end of the backward pass, polled
+# between kernels, and with --no-overlap (each finished where it starts),
+# alternately; prints both medians, their ratio, and the time a step waits for
+# the bucket all-reduces.
 #   bash bench/dp_overlap.sh [STEPS] [BUCKET_MB]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 models/export_gpt.py --d 768 --heads 12 --layers 4 --seq 128 --batch 4 -o "$work/gpt.onnx" 2>/dev/null
 /usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 256, 100000))"
-build/tools/partita compile "$work/gpt.onnx" --train --dp 2 -o "$work/out" >/dev/null
+build/tools/partita compile "$work/gpt.onnx" --train --dp 2 --bucket-mb "$bucket" -o "$work/out" >/dev/null
 median_ms() { # step time from loss.csv (the first step, with set-up, left out)
   /usr/bin/python3 -c "
 import csv, statistics
@@ -23,8 +25,9 @@ print(statistics.median(2 * 4 * 128 / float(r['tokens_per_s']) * 1000 for r in r
 run() { # $1: label, rest: extra flags
   local label=$1; shift
   build/tools/partita launch -n 2 "$work/out" --steps "$steps" --data "$work/tokens.npy" --batch 4 --seq 128 \
-    --lr 1e-4 --threads 1 --bucket-mb "$bucket" --profile --output-dir "$work/$label" "$@" > "$work/$label.log"
-  echo "$(median_ms "$work/$label") $(awk '/dp all-reduce wait/ {print $1}' "$work/$label.log")"
+    --lr 1e-4 --threads 1 --profile --output-dir "$work/$label" "$@" > "$work/$label.log"
+  # the program's per-op profile: the time spent waiting for the buckets
+  echo "$(median_ms "$work/$label") $(awk '/partita.AllReduce \(wait\)/ {s += $1} END {print s + 0}' "$work/$label.log")"
 }
 declare -a on off
 for round in 1 2; do

@@ -18,6 +18,7 @@ PassInfo insertCollectivesPass();
 PassInfo hoistShardSlicesPass();
 PassInfo localizePass();
 PassInfo dataParallelPass();
+PassInfo coalesceCollectivesPass();
 PassInfo autodiffPass();
 PassInfo addLossPass();
 PassInfo splitFusedProjectionsPass();

@@ -87,6 +87,11 @@ static cl::opt<bool> materializeWeights(
              "in memory at a time, instead of referring to the model's external data file (the default; a model "
              "with its weights inside the .onnx always gets rankK/weights.bin)"),
     cl::init(false), cl::sub(compileCmd));
+static cl::opt<double> bucketMb("bucket-mb",
+                                cl::desc("Data parallelism: gradients are all-reduced over dp in buckets of about this "
+                                         "many megabytes, each started as soon as its last gradient is computed "
+                                         "(DDP's bucket_cap_mb; 0: one all-reduce per gradient)"),
+                                cl::init(25.0), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -231,6 +236,8 @@ static llvm::Error compile(llvm::StringRef dir) {
   for (const auto *beta : {&adamBeta1, &adamBeta2})
     if (!(beta->getValue() >= 0 && beta->getValue() < 1))
       return fail("--" + beta->ArgStr + " " + formatNumber(beta->getValue()) + ": must be in [0, 1)");
+  if (!(bucketMb >= 0) || !std::isfinite(bucketMb))
+    return fail("--bucket-mb " + formatNumber(bucketMb) + ": must be a finite number >= 0");
   if (!(adamEps > 0) || !std::isfinite(adamEps))
     return fail("--adam-eps " + formatNumber(adamEps) + ": must be a finite number > 0");
   ImportOptions opts;
@@ -328,7 +335,8 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (dp > 1) {
     PassManager dpm;
     dpm.verifyEach = true;
-    if (auto err = dpm.addPipeline("data-parallel{axis=dp},insert-collectives,cse,dce"))
+    if (auto err = dpm.addPipeline("data-parallel{axis=dp},insert-collectives,cse,dce,coalesce-collectives{axis=dp,"
+                                   "bucket-mb=" + formatNumber(bucketMb) + "}"))
       return err;
     if (auto err = dpm.run(g))
       return err;

@@ -84,8 +84,8 @@ static cl::opt<bool> profile("profile",
 static cl::opt<bool> profileByNode("profile-by-node", cl::desc("With --profile: time per node, not per op type"),
                                    cl::init(false), BOTH);
 static cl::opt<bool> noOverlap("no-overlap",
-                               cl::desc("Start the gradient all-reduces after the backward pass instead of "
-                                        "overlapping them with it (for measuring the overlap)"),
+                               cl::desc("Finish each gradient bucket's all-reduce where it starts instead of "
+                                        "overlapping it with the rest of the backward pass (for measuring the overlap)"),
                                cl::init(false), BOTH);
 static cl::opt<double> collectiveTimeout("collective-timeout",
                                          cl::desc("Seconds a collective or receive may wait; then the rank names the "
@@ -94,7 +94,10 @@ static cl::opt<double> collectiveTimeout("collective-timeout",
 // Each rank records its pid and how it ended there (see recordStatus).
 static cl::opt<std::string> rankStatusDir("rank-status-dir", cl::desc("(internal) where each rank records its pid"),
                                           cl::Hidden, cl::init(""), BOTH);
-static cl::opt<double> bucketMb("bucket-mb", cl::desc("Gradient all-reduce bucket size (MB)"), cl::init(25.0), BOTH);
+// The gradient buckets are made at compile time now (compile --bucket-mb); a
+// launch that asks for a size is refused rather than silently ignored.
+static cl::opt<double> bucketMb("bucket-mb", cl::desc("(compile --bucket-mb now) gradient bucket size"), cl::Hidden,
+                                cl::init(-1), BOTH);
 static cl::opt<std::string> idsInput("ids-input",
                                      cl::desc("The input that takes the token ids (default: the one integer "
                                               "[batch, seq] input besides labels, attention_mask, position_ids)"),
@@ -194,8 +197,9 @@ static llvm::Error checkFlags(bool trainPlan) {
     return err;
   if (auto err = finiteAtLeast("--clip-grad-norm", clipNorm, 0, false))
     return err;
-  if (auto err = finiteAtLeast("--bucket-mb", bucketMb, 0, true))
-    return err;
+  if (bucketMb.getNumOccurrences())
+    return fail("--bucket-mb is a compile option now (partita compile --bucket-mb MB): the program holds its "
+                "gradient buckets");
   if (warmup < 0)
     return fail("--warmup-steps " + llvm::Twine(warmup.getValue()) + ": must be >= 0");
   if (!(minLrRatio >= 0 && minLrRatio <= 1))
@@ -479,7 +483,6 @@ static llvm::Error runProgram(int rank, const Plan &planRef, const std::string &
     o.lr = lr;
     o.minLrRatio = minLrRatio;
     o.clipNorm = clipNorm;
-    o.bucketMb = bucketMb;
     o.skipNonfinite = skipNonfinite;
     o.progressBar = progressBar;
     o.profile = profile;

@@ -1,8 +1,9 @@
 //===- TrainRank.cpp - the training loop of one rank ----------------------===//
 //
-// Per step: forward+backward per micro-batch (gradients accumulated, the last
-// micro-batch's buckets all-reduced over dp while the backward pass goes on),
-// the mean and global-norm clipping, then the AdamW step program updating the
+// Per step: forward+backward per micro-batch (gradients accumulated; under
+// data parallelism the program itself all-reduces them over dp, in buckets
+// that overlap its backward pass, and its loss is the global batch's), the
+// mean and global-norm clipping, then the AdamW step program updating the
 // forward program's weights in place. Rank 0 logs each step and writes
 // loss.csv; every rank writes its parameter shards at the end.
 //===----------------------------------------------------------------------===//
@@ -62,7 +63,7 @@ static double lrFactor(int64_t k, const TrainOptions &o) {
 llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, const TrainOptions &o) {
   const std::string &planDir = o.planDir, &data = o.data, &outDir = o.outDir;
   const int steps = o.steps, batch = o.batch, seq = o.seq, seed = o.seed;
-  const double lr = o.lr, clipNorm = o.clipNorm, bucketMb = o.bucketMb;
+  const double lr = o.lr, clipNorm = o.clipNorm;
   const bool skipNonfinite = o.skipNonfinite, progressBar = o.progressBar, profile = o.profile,
              profileByNode = o.profileByNode, noOverlap = o.noOverlap;
   const RankPlan &me = plan.ranks[rank];
@@ -129,7 +130,6 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
       dpSize = axis.size;
       dpIndex = plan.ranks[rank].coords.at("dp");
     }
-  rt::Communicator *dpGroup = env.group("dp");
   int64_t M = std::max(1, o.microBatches);
   llvm::StringMap<size_t> outIndex;
   for (size_t i = 0; i < (*fwd)->outputNames().size(); ++i)
@@ -151,35 +151,15 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
       if (auto err = (*step)->bindOutput(name, buffer))
         return err;
   }
-  // Gradients live in buckets of about --bucket-mb (DDP-style), in output
-  // order: each bucket's all-reduce over dp starts as soon as its last
-  // gradient is computed in the final micro-batch's backward pass, while the
-  // rest of it runs. grad[i] points into its bucket.
-  std::vector<size_t> bucketOf(params.size()), bucketOffset(params.size());
-  std::vector<std::vector<float>> buckets;
+  // The gradients a step applies: with one micro-batch the program's own
+  // output buffers, else sums over the micro-batches, accumulated here.
+  std::vector<std::vector<float>> sums(M > 1 ? params.size() : 0);
+  for (size_t i = 0; i < sums.size(); ++i)
+    sums[i].resize(params[i]->numel());
   std::vector<float *> grad(params.size());
-  {
-    size_t limit = static_cast<size_t>(std::max(1.0, bucketMb * 1e6));
-    for (size_t i = 0; i < params.size(); ++i) {
-      size_t bytes = params[i]->bytes();
-      if (buckets.empty() || (!buckets.back().empty() && buckets.back().size() * 4 + bytes > limit))
-        buckets.emplace_back();
-      bucketOf[i] = buckets.size() - 1;
-      bucketOffset[i] = buckets.back().size();
-      buckets.back().resize(buckets.back().size() + params[i]->numel());
-    }
-    for (size_t i = 0; i < params.size(); ++i)
-      grad[i] = buckets[bucketOf[i]].data() + bucketOffset[i];
-  }
-  // With one micro-batch the backward pass writes each gradient straight into
-  // its bucket (an output that cannot be bound is copied there instead).
-  if (M == 1)
-    for (size_t i = 0; i < params.size(); ++i)
-      llvm::consumeError((*fwd)->bindOutput("grad." + plan.params[i], grad[i]));
-  std::vector<size_t> paramOfOutput((*fwd)->outputNames().size(), SIZE_MAX);
-  for (size_t i = 0; i < params.size(); ++i)
-    paramOfOutput[gradIndex[i]] = i;
-  bool reduceOverDp = dpGroup && dpSize > 1;
+  for (size_t i = 0; i < sums.size(); ++i)
+    grad[i] = sums[i].data();
+  (*fwd)->setOverlapCollectives(!noOverlap);
   // --profile: wall time per phase of a step (rank 0 prints it at the end).
   std::map<std::string, double> phases;
   int s = 0;
@@ -199,18 +179,6 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
     // Global batch of a step: dp x micro-batches x B sequences; this replica
     // takes its dp block, micro-batch by micro-batch.
     double lossSum = 0;
-    std::vector<size_t> pending(buckets.size());
-    for (size_t i = 0; i < params.size(); ++i)
-      ++pending[bucketOf[i]];
-    std::vector<int> handles(buckets.size(), -1);
-    llvm::Error asyncError = llvm::Error::success();
-    auto startBucket = [&](size_t b) {
-      auto h = dpGroup->startAllReduce(buckets[b].data(), buckets[b].size(), DType::F32);
-      if (!h)
-        asyncError = h.takeError();
-      else
-        handles[b] = *h;
-    };
     for (int64_t micro = 0; micro < M; ++micro) {
       std::vector<int64_t> ids(B * T), labels(B * T);
       for (int64_t b = 0; b < B; ++b) {
@@ -231,65 +199,33 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
       feeds[labelsName] = viewOf(labelsT);
       for (const auto &c : constantFeeds)
         feeds[c.getKey()] = viewOf(c.getValue());
-      bool last = micro + 1 == M;
-      // Accumulate each gradient as it is produced; in the last micro-batch
-      // also pack it into its bucket and start the bucket's all-reduce.
-      (*fwd)->setOutputReadyCallback([&](size_t index, const rt::TensorView &g) {
-        size_t i = index < paramOfOutput.size() ? paramOfOutput[index] : SIZE_MAX;
-        if (i == SIZE_MAX)
-          return;
-        float *acc = grad[i];
-        const float *add = static_cast<const float *>(g.data);
-        if (micro == 0) {
-          if (acc != add)
-            std::memcpy(acc, add, g.bytes());
-        } else {
-          int64_t count = g.numel();
-#pragma omp parallel for if (count > (1 << 16))
-          for (int64_t k = 0; k < count; ++k)
-            acc[k] += add[k];
-        }
-        if (!last || !reduceOverDp || noOverlap)
-          return;
-        size_t b = bucketOf[i];
-        if (--pending[b] == 0 && !asyncError)
-          startBucket(b);
-      });
-      // MPI advances a started all-reduce only inside MPI calls: poll
-      // between kernels so it runs while the backward pass goes on.
-      if (last && reduceOverDp && !noOverlap)
-        (*fwd)->setAfterEachKernel([&] { dpGroup->progress(); });
       auto outs = (*fwd)->run(feeds);
-      (*fwd)->setOutputReadyCallback(nullptr);
-      (*fwd)->setAfterEachKernel(nullptr);
       if (!outs)
         return outs.takeError();
-      if (asyncError)
-        return asyncError;
+      for (size_t i = 0; i < params.size(); ++i) {
+        float *g = static_cast<float *>((*outs)[gradIndex[i]].data);
+        if (M == 1) {
+          grad[i] = g;
+          continue;
+        }
+        float *acc = grad[i];
+        int64_t count = params[i]->numel();
+        if (micro == 0) {
+          std::memcpy(acc, g, static_cast<size_t>(count) * sizeof(float));
+          continue;
+        }
+#pragma omp parallel for if (count > (1 << 16))
+        for (int64_t k = 0; k < count; ++k)
+          acc[k] += g[k];
+      }
       lossSum += *static_cast<const float *>((*outs)[0].data);
     }
     phase("forward+backward");
     float loss = static_cast<float>(lossSum / M);
-    if (reduceOverDp) {
-      if (noOverlap)
-        for (size_t b = 0; b < buckets.size() && !asyncError; ++b)
-          startBucket(b);
-      if (asyncError)
-        return asyncError;
-      for (size_t b = 0; b < buckets.size(); ++b) {
-        if (handles[b] < 0)
-          return fail("gradient bucket " + llvm::Twine(b) + " was never complete");
-        if (auto err = dpGroup->wait(handles[b]))
-          return err;
-      }
-      if (auto err = dpGroup->allReduce(&loss, 1, DType::F32))
-        return err;
-      loss /= static_cast<float>(dpSize);
-    }
-    phase("dp all-reduce wait");
-    // Gradients are sums over M micro-batches and dp replicas: one pass
-    // scales them to the mean and applies the clipping coefficient.
-    double coef = 1.0 / static_cast<double>(M * dpSize);
+    // Gradients are sums over M micro-batches (each the global batch's mean
+    // over dp): one pass scales them to the mean and applies the clipping
+    // coefficient.
+    double coef = 1.0 / static_cast<double>(M);
     // Global-norm clipping: a tensor-parallel shard's square sum is summed
     // over the tp group, a replicated gradient counts once.
     if (clipNorm > 0) {
@@ -318,9 +254,9 @@ llvm::Error trainRank(int rank, const Plan &plan, const rt::RuntimeEnv &env, con
     }
     if (coef != 1.0) {
       float c = static_cast<float>(coef);
-      for (std::vector<float> &b : buckets) {
-        float *p = b.data();
-        int64_t count = static_cast<int64_t>(b.size());
+      for (size_t i = 0; i < params.size(); ++i) {
+        float *p = grad[i];
+        int64_t count = params[i]->numel();
 #pragma omp parallel for if (count > (1 << 16))
         for (int64_t k = 0; k < count; ++k)
           p[k] *= c;

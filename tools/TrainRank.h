@@ -13,7 +13,7 @@ struct TrainOptions {
   std::string planDir, data, outDir, schedule = "constant", dataDtype = "uint16";
   std::string idsInput; // --ids-input: the token-id input (default: found by trainingInputRoles, InputRoles.h)
   int steps = 0, batch = 0, seq = 0, seed = 0, microBatches = 1, warmup = 0;
-  double lr = 1e-3, minLrRatio = 0, clipNorm = 0, bucketMb = 25;
+  double lr = 1e-3, minLrRatio = 0, clipNorm = 0;
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
 };
 

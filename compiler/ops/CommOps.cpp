@@ -1,7 +1,10 @@
 //===- CommOps.cpp - Partita's collective and resharding ops --------------===//
 //
 //   partita.Reshard(x)                          sharding change, still to be planned
-//   partita.AllReduce(x)     {axis, reduce}     Partial -> Replicated (reduce: "sum" or "max")
+//   partita.AllReduce(x...)  {axis, reduce, async}  Partial -> Replicated (reduce: "sum" or "max");
+//                                               several operands: one bucket (coalesce-collectives),
+//                                               result i is operand i reduced; async = 1: the
+//                                               runtime may finish it as late as its first reader
 //   partita.AllGather(x)     {axis, dim}        Split(dim) -> Replicated
 //   partita.ReduceScatter(x) {axis, dim}        Partial -> Split(dim)
 //   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication
@@ -41,7 +44,12 @@ OpInfo commOp(int scale) { // +1: dim grows by parts, -1: shrinks, 0: unchanged
 
 void registerCommOps(OpRegistry &r) {
   r.add("partita.Reshard", commOp(0));
-  r.add("partita.AllReduce", commOp(0));
+  r.add("partita.AllReduce", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
+                                      for (size_t i = 0; i < c.types.size(); ++i)
+                                        o.push_back(c.type(i));
+                                      return llvm::Error::success();
+                                    },
+                                    {}, 1, -1});
   r.add("partita.AllGather", commOp(+1));
   r.add("partita.ReduceScatter", commOp(-1));
   r.add("partita.ShardSlice", commOp(-1));

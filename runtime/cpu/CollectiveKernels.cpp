@@ -21,6 +21,7 @@ public:
   CollectiveKernel(const Node &n, Coll kind)
       : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")),
         reduce_(n.stringAttr("reduce", "sum") == "max" ? Communicator::ReduceOp::Max : Communicator::ReduceOp::Sum) {
+    async_ = kind == Coll::AllReduce && n.intAttr("async", 0) != 0;
     const Value *whole = kind == Coll::AllGather ? n.output() : n.input(0);
     const Shape &s = whole->type().shape;
     int64_t dim = normalizeAxis(n.intAttr("dim", 0), static_cast<int64_t>(s.size()));
@@ -49,9 +50,7 @@ public:
     size_t blockElems = blockBytes_ / elem_;
     switch (kind_) {
     case Coll::AllReduce:
-      if (out != in)
-        std::memcpy(out, in, ctx.outputs[0].bytes());
-      return comm->allReduce(out, ctx.outputs[0].numel(), dt, reduce_);
+      return startAllReduce(ctx, *comm);
     case Coll::AllGather: {
       if (outer_ == 1)
         return comm->allGather(in, out, blockElems, dt);
@@ -78,9 +77,77 @@ public:
     return llvm::Error::success();
   }
 
+  bool isAsync() const override { return async_; }
+
+  llvm::Error finish(KernelContext &ctx) override {
+    if (handle_ < 0)
+      return llvm::Error::success();
+    int h = handle_;
+    handle_ = -1;
+    if (auto err = comm_->wait(h))
+      return err;
+    if (ctx.outputs.size() > 1)
+      unpack(ctx);
+    return llvm::Error::success();
+  }
+
+  void progress() override {
+    if (handle_ >= 0)
+      comm_->progress();
+  }
+
 private:
+  /// One operand reduces in its output buffer; several (a bucket) go through
+  /// one staging buffer, so the bucket is one collective. Async: started
+  /// here, finished in finish().
+  llvm::Error startAllReduce(KernelContext &ctx, Communicator &comm) {
+    DType dt = ctx.inputs[0].dtype;
+    void *buf = ctx.outputs[0].data;
+    size_t count = ctx.outputs[0].numel();
+    if (ctx.inputs.size() == 1) {
+      if (buf != ctx.inputs[0].data)
+        std::memcpy(buf, ctx.inputs[0].data, ctx.outputs[0].bytes());
+    } else {
+      size_t bytes = 0;
+      for (const TensorView &in : ctx.inputs)
+        bytes += in.bytes();
+      staging_.resize(bytes);
+      bytes = 0;
+      for (const TensorView &in : ctx.inputs) {
+        std::memcpy(staging_.data() + bytes, in.data, in.bytes());
+        bytes += in.bytes();
+      }
+      buf = staging_.data();
+      count = bytes / elem_;
+    }
+    if (!async_ || reduce_ != Communicator::ReduceOp::Sum) {
+      if (auto err = comm.allReduce(buf, count, dt, reduce_))
+        return err;
+      if (ctx.inputs.size() > 1)
+        unpack(ctx);
+      return llvm::Error::success();
+    }
+    comm_ = &comm;
+    auto h = comm.startAllReduce(buf, count, dt);
+    if (!h)
+      return h.takeError();
+    handle_ = *h;
+    return llvm::Error::success();
+  }
+
+  void unpack(KernelContext &ctx) {
+    size_t offset = 0;
+    for (TensorView &out : ctx.outputs) {
+      std::memcpy(out.data, staging_.data() + offset, out.bytes());
+      offset += out.bytes();
+    }
+  }
+
   const Node &node_;
   Coll kind_;
+  bool async_ = false;
+  Communicator *comm_ = nullptr;
+  int handle_ = -1;
   std::string axis_;
   Communicator::ReduceOp reduce_;
   int64_t parts_ = 1, outer_ = 1;
@@ -99,6 +166,9 @@ void registerCollectiveKernels(KernelRegistry &r) {
     r.add(op, DeviceKind::CPU, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
       if (n.intAttr("parts", 0) < 1)
         return kernelError(n, "collective without a group size (run localize before loading)");
+      for (size_t i = 1; i < n.numInputs(); ++i)
+        if (!n.input(i) || n.input(i)->type().dtype != n.input(0)->type().dtype)
+          return kernelError(n, "the operands of a bucketed all-reduce must share one element type");
       return std::unique_ptr<Kernel>(new CollectiveKernel(n, k));
     });
   }

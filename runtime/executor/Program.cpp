@@ -291,9 +291,27 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       return loadError("unexpected input '" + entry.getKey() + "' (the program takes no such input)");
   }
   std::vector<TensorView> ins, outs;
-  for (auto &step : steps_) {
+  std::vector<InFlight> inFlight;
+  std::vector<int> inFlightOf(slots_.size(), -1); // slot -> index into inFlight, -1 when done
+  auto finishSlot = [&](int id) -> llvm::Error {
+    int k = inFlightOf[id];
+    if (k < 0)
+      return llvm::Error::success();
+    for (int out : steps_[inFlight[k].step].outputs)
+      inFlightOf[out] = -1;
+    return finish(inFlight[k]);
+  };
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    Step &step = steps_[si];
     ins.clear();
     outs.clear();
+    for (int id : step.inputs) { // a view of an in-flight result reads it too
+      while (id >= 0 && slots_[id].aliasOf >= 0)
+        id = slots_[id].aliasOf;
+      if (id >= 0)
+        if (auto err = finishSlot(id))
+          return std::move(err);
+    }
     for (int id : step.inputs) {
       if (id < 0) {
         ins.emplace_back();
@@ -312,10 +330,21 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return std::move(err);
-    if (onOutput_)
+    if (step.kernel->isAsync()) {
+      inFlight.push_back(InFlight{si, ins, outs});
+      for (int id : step.outputs)
+        inFlightOf[id] = static_cast<int>(inFlight.size() - 1);
+      if (!overlapCollectives_)
+        if (auto err = finishSlot(step.outputs[0]))
+          return std::move(err);
+    } else if (onOutput_) {
       for (size_t k = 0; k < step.outputs.size(); ++k)
         for (size_t index : outputsOfSlot_[step.outputs[k]])
           onOutput_(index, outs[k]);
+    }
+    for (const InFlight &f : inFlight)
+      if (inFlightOf[steps_[f.step].outputs[0]] >= 0)
+        steps_[f.step].kernel->progress();
     if (afterKernel_)
       afterKernel_();
     if (profiling_) {
@@ -327,6 +356,9 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       ++entry.second;
     }
   }
+  for (const InFlight &f : inFlight)
+    if (auto err = finishSlot(steps_[f.step].outputs[0]))
+      return std::move(err);
   device_.synchronize();
   std::vector<TensorView> results;
   for (int id : outputSlots_) {
@@ -335,6 +367,24 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     results.push_back(v);
   }
   return results;
+}
+
+llvm::Error Program::finish(InFlight &f) {
+  const Step &step = steps_[f.step];
+  KernelContext ctx{device_, f.inputs, f.outputs, env_, weightsVersion_};
+  auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  if (auto err = step.kernel->finish(ctx))
+    return err;
+  if (profiling_) { // the time the program waited for it
+    auto &entry = profile_[(profileByNode_ ? step.node->describe() : step.node->qualifiedOp()) + " (wait)"];
+    entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ++entry.second;
+  }
+  if (onOutput_)
+    for (size_t k = 0; k < step.outputs.size(); ++k)
+      for (size_t index : outputsOfSlot_[step.outputs[k]])
+        onOutput_(index, f.outputs[k]);
+  return llvm::Error::success();
 }
 
 } // namespace partita::rt

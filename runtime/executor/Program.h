@@ -75,6 +75,13 @@ public:
   /// started earlier make progress).
   void setAfterEachKernel(std::function<void()> cb) { afterKernel_ = std::move(cb); }
 
+  /// Asynchronous collectives (async = 1: data parallelism's gradient
+  /// buckets) start where the program places them and finish when an output
+  /// is first read or the run ends, while the kernels in between run (on by
+  /// default). Off: each finishes right after it starts (the same results,
+  /// for measuring what the overlap gains).
+  void setOverlapCollectives(bool on) { overlapCollectives_ = on; }
+
   /// When on, run() accumulates wall time per op type (qualified name; a
   /// fused cluster is "fused elementwise"), or per node (by the node that
   /// ends the step) when `byNode`.
@@ -121,7 +128,13 @@ private:
   std::vector<std::string> outputNames_;
   std::vector<int> outputSlots_;
   ProgramStats stats_;
-  bool profiling_ = false, profileByNode_ = false;
+  bool profiling_ = false, profileByNode_ = false, overlapCollectives_ = true;
+  /// A started asynchronous step and the views it was run on.
+  struct InFlight {
+    size_t step;
+    std::vector<TensorView> inputs, outputs;
+  };
+  llvm::Error finish(InFlight &f);
   std::function<void(size_t, const TensorView &)> onOutput_;
   std::function<void()> afterKernel_;
   std::vector<std::vector<size_t>> outputsOfSlot_; // slot id -> graph output indices

@@ -31,6 +31,15 @@ class Kernel {
 public:
   virtual ~Kernel() = default;
   virtual llvm::Error run(KernelContext &ctx) = 0;
+
+  /// An asynchronous kernel (a collective the program marks async) only
+  /// starts its work in run(), which must be done with its inputs when it
+  /// returns; finish() completes it, writing the outputs (the executor calls
+  /// it before the first reader of an output runs, at the latest when the
+  /// program ends), and progress() lets it advance in between.
+  virtual bool isAsync() const { return false; }
+  virtual llvm::Error finish(KernelContext &) { return llvm::Error::success(); }
+  virtual void progress() {}
 };
 
 /// Builds the kernel for `node` (types are static in the IR), or fails naming

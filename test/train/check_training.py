@@ -126,11 +126,12 @@ else:
     fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
     run_inputs = [f"ids={os.path.join(root, 'models', 'fixtures', name + '.b2.in.ids.npy')}"]
 subprocess.run([partita, "compile", fixture, "--train",
-                "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), *compile_flags, "-o", compiled], check=True,
+                "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), "--bucket-mb", "0.01", *compile_flags,
+                "-o", compiled], check=True,
                stdout=subprocess.DEVNULL)
 subprocess.run([partita, "launch", "-n", str(tp * dp), compiled, "--steps", str(STEPS), "--data",
                 os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
-                "--seed", str(SEED), "--micro-batches", str(micro), "--bucket-mb", "0.01", "--threads", "1",
+                "--seed", str(SEED), "--micro-batches", str(micro), "--threads", "1",
                 "--lr-schedule", schedule, "--warmup-steps", str(warmup), "--clip-grad-norm", str(clip),
                 "--output-dir", res], check=True)
 

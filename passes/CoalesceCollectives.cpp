@@ -1,0 +1,126 @@
+//===- CoalesceCollectives.cpp - coalesce-collectives pass ----------------===//
+//
+// Groups the all-reduces over one mesh axis whose results only leave the
+// program (data parallelism's weight gradients) into buckets of about
+// bucket-mb megabytes, in the order the program produces them (XLA's
+// all-reduce combiner, DDP's gradient buckets): one partita.AllReduce per
+// bucket with every member as an operand, placed right after the last of
+// them is computed and marked async = 1, so the runtime starts it there and
+// finishes it when its results are read (at the end of the program) while
+// the rest of the backward pass runs.
+//
+//   %g1 = partita.AllReduce(%g1.p) {axis = "dp"}     %g1, %g2 = partita.AllReduce(%g1.p, %g2.p)
+//   %g2 = partita.AllReduce(%g2.p) {axis = "dp"}  →      {async = 1, axis = "dp"}
+//
+// All-reduces another node reads (the loss's token counts), reductions by max
+// and other axes are left alone. A single all-reduce larger than a bucket is
+// a bucket of its own.
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "llvm/ADT/DenseSet.h"
+#include <map>
+
+namespace partita {
+
+namespace {
+
+class CoalesceCollectives : public Pass {
+public:
+  llvm::StringRef name() const override { return "coalesce-collectives"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "axis") {
+      if (value.empty())
+        return passError(name(), "option axis expects a mesh axis name");
+      axis_ = value.str();
+      return llvm::Error::success();
+    }
+    if (key == "bucket-mb") {
+      double mb;
+      if (value.getAsDouble(mb) || !(mb >= 0))
+        return passError(name(), "option bucket-mb expects a number >= 0, got '" + value + "'");
+      bucketBytes_ = static_cast<size_t>(mb * 1e6);
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
+
+  llvm::Error run(Graph &g) override {
+    std::vector<Node *> order = g.nodes();
+    std::vector<std::vector<Node *>> buckets;
+    size_t bytes = 0;
+    for (Node *n : order) {
+      if (!candidate(g, *n))
+        continue;
+      const TensorType &t = n->output()->type();
+      size_t size = static_cast<size_t>(numElements(t.shape)) * dtypeSize(t.dtype);
+      bool sameType = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype;
+      if (buckets.empty() || !sameType || (bytes > 0 && bytes + size > bucketBytes_)) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(n);
+      bytes += size;
+    }
+    // Each bucket's node takes the place of its last member.
+    std::map<Node *, Node *> placeOf;
+    for (const auto &members : buckets) {
+      std::vector<Value *> operands;
+      std::vector<std::string> names;
+      for (Node *m : members) {
+        operands.push_back(m->input(0));
+        names.push_back(m->output()->name() + ".bucket");
+      }
+      Node *b = g.createNode("AllReduce", operands, names, "partita");
+      for (const auto &attr : members.front()->attrs())
+        b->setAttr(attr.first, attr.second);
+      b->setAttr("async", Attribute::ofInt(1));
+      for (size_t i = 0; i < members.size(); ++i) {
+        b->output(i)->type() = members[i]->output()->type();
+        b->output(i)->sharding() = members[i]->output()->sharding();
+        g.replaceAllUsesWith(members[i]->output(), b->output(i), /*takeName=*/true);
+      }
+      placeOf[members.back()] = b;
+    }
+    llvm::DenseSet<const Node *> members;
+    for (const auto &bucket : buckets)
+      members.insert(bucket.begin(), bucket.end());
+    std::vector<Node *> newOrder;
+    for (Node *n : order) {
+      if (auto it = placeOf.find(n); it != placeOf.end())
+        newOrder.push_back(it->second);
+      else if (!members.count(n))
+        newOrder.push_back(n);
+    }
+    for (const auto &members : buckets)
+      for (Node *m : members)
+        g.eraseNode(m);
+    g.setOrder(newOrder);
+    return llvm::Error::success();
+  }
+
+private:
+  std::string axis_ = "dp";
+  size_t bucketBytes_ = 25'000'000; // DDP's default bucket_cap_mb
+
+  /// A sum over the axis whose result no node reads (only graph outputs).
+  bool candidate(const Graph &g, const Node &n) const {
+    return n.is("AllReduce", "partita") && n.numInputs() == 1 && n.stringAttr("axis", "") == axis_ &&
+           n.stringAttr("reduce", "sum") == "sum" && n.output()->users().empty() && g.isGraphOutput(n.output());
+  }
+};
+
+} // namespace
+
+PassInfo coalesceCollectivesPass() {
+  return {"coalesce-collectives", "Group output all-reduces over an axis into async buckets",
+          "Replaces the sum all-reduces over `axis` whose results are only graph outputs (weight "
+          "gradients under data parallelism) by one multi-operand partita.AllReduce {async = 1} per bucket "
+          "of about bucket-mb megabytes, in production order, each placed where its last operand is "
+          "computed. Other collectives are left alone.",
+          "axis=string (dp): the mesh axis; bucket-mb=number (25): bucket size in megabytes (0: one "
+          "all-reduce per result, still async)",
+          [] { return std::make_unique<CoalesceCollectives>(); }};
+}
+
+} // namespace partita
