@@ -5,7 +5,7 @@
 // an attention mask or position ids the user did not give.
 //===----------------------------------------------------------------------===//
 #pragma once
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include <map>

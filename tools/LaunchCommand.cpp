@@ -13,7 +13,7 @@
 #include "tools/Commands.h"
 #include "tools/InputRoles.h"
 #include "tools/OutputDir.h"
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
 #include "tools/TokenFile.h"
 #include "tools/TrainRank.h"

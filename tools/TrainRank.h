@@ -1,7 +1,7 @@
 //===- TrainRank.h - the training loop of one rank ------------------------===//
 #pragma once
 #include "runtime/comm/Communicator.h"
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include "llvm/Support/Error.h"
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 //===- Plan.cpp -----------------------------------------------------------===//
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include <chrono>
 #include <cmath>
 #include "llvm/Support/FormatVariadic.h"
