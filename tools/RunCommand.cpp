@@ -1,7 +1,8 @@
 //===- RunCommand.cpp - partita run: one model on one CPU rank ------------===//
 #include "compiler/pass/PassManager.h"
 #include "tools/Commands.h"
-#include "tools/InputRoles.h"
+#include "runtime/io/Npy.h"
+#include "runtime/session/InputRoles.h"
 #include "tools/OutputDir.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
@@ -70,7 +71,7 @@ int runMain() {
   auto result = runOnCpu(**g, *tensors, ro);
   if (!result)
     return reportError(tool, result.takeError());
-  if (auto err = writeOutputFiles(staged->path(), result->names, result->outputs))
+  if (auto err = rt::writeNpyFiles(staged->path(), result->names, result->outputs))
     return reportError(tool, std::move(err));
   if (auto err = staged->commit())
     return reportError(tool, std::move(err));

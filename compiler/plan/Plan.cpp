@@ -415,4 +415,11 @@ llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::Strin
   return llvm::Error::success();
 }
 
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
+  ImportOptions o;
+  o.trustedLocations = true;
+  o.trustedFiles.assign(weightFiles.begin(), weightFiles.end());
+  return o;
+}
+
 } // namespace partita

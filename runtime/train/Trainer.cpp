@@ -1,0 +1,298 @@
+//===- Trainer.cpp - the training loop of one rank ------------------------===//
+//
+// Per step, the accumulation schedule's actions: forward+backward per
+// micro-batch (gradients summed in the GradientReducer, the last
+// micro-batch's buckets all-reduced over dp while its backward goes on), the
+// reduction, then the mean and global-norm clipping and the AdamW step
+// program updating the forward program's weights in place.
+//===----------------------------------------------------------------------===//
+#include "runtime/train/Trainer.h"
+#include "runtime/schedule/AccumulationSchedule.h"
+#include "runtime/session/InputRoles.h"
+#include "runtime/train/AdamWState.h"
+#include "runtime/train/BatchSampler.h"
+#include "runtime/train/GradientClipping.h"
+#include "runtime/train/GradientReducer.h"
+#include "runtime/train/HostTensor.h"
+#include "runtime/train/LossLog.h"
+#include "runtime/train/ParameterOutput.h"
+#include "runtime/train/StepProfile.h"
+#include "llvm/Support/raw_ostream.h"
+#include <cmath>
+#include <optional>
+
+namespace partita::rt {
+
+static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+namespace {
+
+/// The forward program's inputs: the token ids and labels of each
+/// micro-batch, and the inputs that are the same every step (attention
+/// mask, position ids), by role (InputRoles.h).
+struct ForwardFeeds {
+  std::string idsName, labelsName = "labels";
+  llvm::StringMap<Tensor> constants;
+};
+
+llvm::Expected<ForwardFeeds> forwardFeeds(const Program &fwd, const TrainOptions &o) {
+  std::vector<TensorSpec> specs;
+  for (const auto &in : fwd.inputs())
+    specs.push_back({in.name, in.type});
+  auto roles = trainingInputRoles(specs, o.idsInput, o.batch, o.seq);
+  if (!roles)
+    return roles.takeError();
+  ForwardFeeds f;
+  for (const TensorSpec &in : specs) {
+    InputRole role = roles->at(in.name);
+    if (role == InputRole::Ids)
+      f.idsName = in.name;
+    else if (role == InputRole::Labels)
+      f.labelsName = in.name;
+    else
+      f.constants[in.name] = constantFeed(role, in.type);
+  }
+  return f;
+}
+
+class TrainingRun final : public ActionRunner {
+public:
+  TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &stepProgram, TokenFile tokens)
+      : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), stepProgram_(stepProgram), tokens_(std::move(tokens)),
+        schedule_(o.microBatches), profile_(o.profile), dpSize_(session.axisSize("dp")) {}
+  llvm::Error prepare(llvm::StringRef outDir);
+  llvm::Error trainAll(llvm::StringRef outDir);
+  llvm::Error run(const Action &action) override;
+
+private:
+  llvm::Error forwardBackward(const Action &action);
+  llvm::Error reduceGradients();
+  llvm::Error optimizerStep();
+
+  Session &session_;
+  const Plan &plan_;
+  const TrainOptions &o_;
+  Program &fwd_, &stepProgram_;
+  TokenFile tokens_;
+  AccumulationSchedule schedule_;
+  StepProfile profile_;
+  int64_t dpSize_;
+  std::optional<BatchSampler> sampler_;
+  ForwardFeeds feeds_;
+  std::vector<const TensorView *> params_;
+  std::vector<size_t> paramOfOutput_; // forward output index -> parameter (SIZE_MAX: not a gradient)
+  std::optional<GradientReducer> reducer_;
+  std::optional<AdamWState> adam_;
+  std::optional<LossLog> log_; // rank 0
+  // The step being run (1-based).
+  int s_ = 0;
+  double lossSum_ = 0;
+  int64_t microBatchesRun_ = 0;
+  float loss_ = 0;
+  bool skipped_ = false;
+};
+
+llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
+  auto feeds = forwardFeeds(fwd_, o_);
+  if (!feeds)
+    return feeds.takeError();
+  feeds_ = std::move(*feeds);
+  BatchLayout layout{o_.batch, o_.seq, schedule_.microBatches(), dpSize_, session_.coordinate("dp")};
+  auto sampler = BatchSampler::create(tokens_, layout, o_.seed);
+  if (!sampler)
+    return sampler.takeError();
+  sampler_.emplace(*sampler);
+  for (const std::string &name : plan_.params) {
+    const TensorView *p = fwd_.staticTensor(name);
+    if (!p)
+      return fail("the forward program has no weight '" + name + "'");
+    params_.push_back(p);
+  }
+  if (session_.rank() == 0) {
+    auto log = LossLog::open(outDir, o_.steps, o_.progressBar);
+    if (!log)
+      return log.takeError();
+    log_.emplace(std::move(*log));
+  }
+  llvm::StringMap<size_t> outIndex;
+  for (size_t i = 0; i < fwd_.outputNames().size(); ++i)
+    outIndex[fwd_.outputNames()[i]] = i;
+  paramOfOutput_.assign(fwd_.outputNames().size(), SIZE_MAX);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto g = outIndex.find("grad." + plan_.params[i]);
+    if (g == outIndex.end())
+      return fail("the forward program has no gradient output for '" + plan_.params[i] + "'");
+    paramOfOutput_[g->second] = i;
+  }
+  auto adam = AdamWState::create(stepProgram_, params_, plan_.optimizer);
+  if (!adam)
+    return adam.takeError();
+  adam_.emplace(std::move(*adam));
+  reducer_.emplace(params_, session_.group("dp"), o_.bucketMb, /*overlap=*/!o_.noOverlap);
+  // With one micro-batch the backward pass writes each gradient straight into
+  // its bucket (an output that cannot be bound is copied there instead).
+  if (schedule_.microBatches() == 1)
+    for (size_t i = 0; i < params_.size(); ++i)
+      llvm::consumeError(fwd_.bindOutput("grad." + plan_.params[i], reducer_->gradient(i)));
+  fwd_.setProfiling(o_.profile, o_.profileByNode);
+  stepProgram_.setProfiling(o_.profile, o_.profileByNode);
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::run(const Action &action) {
+  switch (action.kind) {
+  case Action::Kind::ForwardBackward:
+    return forwardBackward(action);
+  case Action::Kind::ReduceGradients:
+    return reduceGradients();
+  case Action::Kind::OptimizerStep:
+    return skipped_ ? llvm::Error::success() : optimizerStep();
+  case Action::Kind::Forward:
+  case Action::Kind::Backward:
+    break;
+  }
+  return fail(llvm::Twine("the training loop has no separate ") + actionName(action.kind) +
+              " program yet (the forward program computes the gradients)");
+}
+
+llvm::Error TrainingRun::forwardBackward(const Action &action) {
+  // Global batch of a step: dp x micro-batches x B sequences; this replica
+  // takes its dp block, micro-batch by micro-batch.
+  std::vector<int64_t> ids, labels;
+  if (auto err = sampler_->fill(s_, action.microBatch, plan_.vocab, ids, labels))
+    return err;
+  Tensor idsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids),
+         labelsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
+  llvm::StringMap<TensorView> feeds;
+  feeds[feeds_.idsName] = viewOf(idsT);
+  feeds[feeds_.labelsName] = viewOf(labelsT);
+  for (const auto &c : feeds_.constants)
+    feeds[c.getKey()] = viewOf(c.getValue());
+  bool last = action.lastGradients;
+  // Each gradient goes to the reducer as it is produced.
+  fwd_.setOutputReadyCallback([&](size_t index, const TensorView &g) {
+    size_t i = index < paramOfOutput_.size() ? paramOfOutput_[index] : SIZE_MAX;
+    if (i != SIZE_MAX)
+      reducer_->add(i, g, last);
+  });
+  // MPI advances a started all-reduce only inside MPI calls: poll between
+  // kernels so it runs while the backward pass goes on.
+  if (reducer_->overlapsBackward(last))
+    fwd_.setAfterEachKernel([&] { reducer_->progress(); });
+  auto outs = fwd_.run(feeds);
+  fwd_.setOutputReadyCallback(nullptr);
+  fwd_.setAfterEachKernel(nullptr);
+  if (!outs)
+    return outs.takeError();
+  if (auto err = reducer_->takeStartError())
+    return err;
+  lossSum_ += *static_cast<const float *>((*outs)[0].data);
+  ++microBatchesRun_;
+  profile_.phase("forward+backward");
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::reduceGradients() {
+  loss_ = static_cast<float>(lossSum_ / microBatchesRun_);
+  if (auto err = reducer_->finish())
+    return err;
+  if (auto err = reducer_->averageLoss(loss_))
+    return err;
+  profile_.phase("dp all-reduce wait");
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::optimizerStep() {
+  // Gradients are sums over M micro-batches and dp replicas: one pass
+  // scales them to the mean and applies the clipping coefficient.
+  double coef = 1.0 / static_cast<double>(microBatchesRun_ * dpSize_);
+  if (o_.clipNorm > 0) {
+    std::vector<GradientShard> grads;
+    for (size_t i = 0; i < params_.size(); ++i)
+      grads.push_back({reducer_->gradient(i), params_[i]->numel(),
+                       i < plan_.paramSharded.size() && plan_.paramSharded[i]});
+    auto norm = globalGradientNorm(grads, session_.group("tp"), coef);
+    if (!norm)
+      return norm.takeError();
+    if (!std::isfinite(*norm)) {
+      if (!o_.skipNonfinite)
+        return fail("step " + llvm::Twine(s_) + ": the gradient norm is not finite; stopping");
+      if (log_)
+        log_->skipped(s_, ": gradient norm not finite, update skipped");
+      skipped_ = true;
+      return llvm::Error::success();
+    }
+    coef *= clipCoefficient(*norm, o_.clipNorm);
+  }
+  if (coef != 1.0)
+    reducer_->scale(static_cast<float>(coef));
+  if (!std::isfinite(loss_)) {
+    if (!o_.skipNonfinite)
+      return fail("step " + llvm::Twine(s_) + ": the loss is not finite (" + std::to_string(loss_) +
+                  "); stopping (--skip-nonfinite skips such steps)");
+    if (log_)
+      log_->skipped(s_, "  loss " + std::to_string(loss_) + ": not finite, update skipped");
+    skipped_ = true;
+    return llvm::Error::success();
+  }
+  profile_.phase("gradient scale/clip");
+  std::vector<float *> grads;
+  for (size_t i = 0; i < params_.size(); ++i)
+    grads.push_back(reducer_->gradient(i));
+  float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, s_ - 1, o_.steps));
+  if (auto err = adam_->apply(s_, lr, grads))
+    return err;
+  fwd_.weightsChanged();
+  profile_.phase("optimizer step");
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  for (s_ = 1; s_ <= o_.steps; ++s_) {
+    auto stepStart = Clock::now();
+    profile_.beginStep(s_);
+    lossSum_ = 0;
+    microBatchesRun_ = 0;
+    skipped_ = false;
+    reducer_->beginStep();
+    if (auto err = runStep(schedule_, *this))
+      return err;
+    if (skipped_)
+      continue;
+    if (s_ == 1) { // the first step includes one-time set-up
+      fwd_.clearProfile();
+      stepProgram_.clearProfile();
+    }
+    if (log_) {
+      double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      double secs = std::chrono::duration<double>(Clock::now() - stepStart).count();
+      int64_t tokens = int64_t{o_.batch} * o_.seq * microBatchesRun_ * dpSize_;
+      double tps = static_cast<double>(tokens) / std::max(secs, 1e-9);
+      log_->record(s_, loss_, tps, elapsed);
+    }
+  }
+  if (o_.profile && session_.rank() == 0 && o_.steps > 1)
+    profile_.print(llvm::outs(), o_.steps, {{"forward+backward program", &fwd_}, {"optimizer program", &stepProgram_}},
+                   o_.profileByNode);
+  return writeParameterShards(outDir, session_.rank(), plan_.params, params_);
+}
+
+} // namespace
+
+llvm::Error train(Session &session, const TrainOptions &o, llvm::StringRef outDir) {
+  Program *fwd = session.program("forward"), *step = session.program("step");
+  if (!fwd || !step)
+    return fail("the plan gives rank " + llvm::Twine(session.rank()) +
+                " no forward and step programs: compile it with --train");
+  auto tokens = TokenFile::open(o.data, o.dataDtype);
+  if (!tokens)
+    return tokens.takeError();
+  TrainingRun run(session, o, *fwd, *step, std::move(*tokens));
+  if (auto err = run.prepare(outDir))
+    return err;
+  return run.trainAll(outDir);
+}
+
+} // namespace partita::rt
