@@ -85,7 +85,7 @@ private:
   std::optional<AdamWState> adam_;
   std::optional<LossLog> log_; // rank 0
   // The step being run (1-based).
-  int s_ = 0;
+  int step_ = 0;
   double lossSum_ = 0;
   int64_t microBatchesRun_ = 0;
   float loss_ = 0;
@@ -159,7 +159,7 @@ llvm::Error TrainingRun::forwardBackward(const Action &action) {
   // Global batch of a step: dp x micro-batches x B sequences; this replica
   // takes its dp block, micro-batch by micro-batch.
   std::vector<int64_t> ids, labels;
-  if (auto err = sampler_->fill(s_, action.microBatch, plan_.vocab, ids, labels))
+  if (auto err = sampler_->fill(step_, action.microBatch, plan_.vocab, ids, labels))
     return err;
   Tensor idsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids),
          labelsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
@@ -216,9 +216,9 @@ llvm::Error TrainingRun::optimizerStep() {
       return norm.takeError();
     if (!std::isfinite(*norm)) {
       if (!o_.skipNonfinite)
-        return fail("step " + llvm::Twine(s_) + ": the gradient norm is not finite; stopping");
+        return fail("step " + llvm::Twine(step_) + ": the gradient norm is not finite; stopping");
       if (log_)
-        log_->skipped(s_, ": gradient norm not finite, update skipped");
+        log_->skipped(step_, ": gradient norm not finite, update skipped");
       skipped_ = true;
       return llvm::Error::success();
     }
@@ -228,10 +228,10 @@ llvm::Error TrainingRun::optimizerStep() {
     reducer_->scale(static_cast<float>(coef));
   if (!std::isfinite(loss_)) {
     if (!o_.skipNonfinite)
-      return fail("step " + llvm::Twine(s_) + ": the loss is not finite (" + std::to_string(loss_) +
+      return fail("step " + llvm::Twine(step_) + ": the loss is not finite (" + std::to_string(loss_) +
                   "); stopping (--skip-nonfinite skips such steps)");
     if (log_)
-      log_->skipped(s_, "  loss " + std::to_string(loss_) + ": not finite, update skipped");
+      log_->skipped(step_, "  loss " + std::to_string(loss_) + ": not finite, update skipped");
     skipped_ = true;
     return llvm::Error::success();
   }
@@ -239,8 +239,8 @@ llvm::Error TrainingRun::optimizerStep() {
   std::vector<float *> grads;
   for (size_t i = 0; i < params_.size(); ++i)
     grads.push_back(reducer_->gradient(i));
-  float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, s_ - 1, o_.steps));
-  if (auto err = adam_->apply(s_, lr, grads))
+  float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, step_ - 1, o_.steps));
+  if (auto err = adam_->apply(step_, lr, grads))
     return err;
   fwd_.weightsChanged();
   profile_.phase("optimizer step");
@@ -250,9 +250,9 @@ llvm::Error TrainingRun::optimizerStep() {
 llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
-  for (s_ = 1; s_ <= o_.steps; ++s_) {
+  for (step_ = 1; step_ <= o_.steps; ++step_) {
     auto stepStart = Clock::now();
-    profile_.beginStep(s_);
+    profile_.beginStep(step_);
     lossSum_ = 0;
     microBatchesRun_ = 0;
     skipped_ = false;
@@ -261,7 +261,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       return err;
     if (skipped_)
       continue;
-    if (s_ == 1) { // the first step includes one-time set-up
+    if (step_ == 1) { // the first step includes one-time set-up
       fwd_.clearProfile();
       stepProgram_.clearProfile();
     }
@@ -270,7 +270,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       double secs = std::chrono::duration<double>(Clock::now() - stepStart).count();
       int64_t tokens = int64_t{o_.batch} * o_.seq * microBatchesRun_ * dpSize_;
       double tps = static_cast<double>(tokens) / std::max(secs, 1e-9);
-      log_->record(s_, loss_, tps, elapsed);
+      log_->record(step_, loss_, tps, elapsed);
     }
   }
   if (o_.profile && session_.rank() == 0 && o_.steps > 1)
