@@ -15,7 +15,7 @@
 #include "passes/TieEmbeddings.h"
 #include "tools/Commands.h"
 #include "tools/OutputDir.h"
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"

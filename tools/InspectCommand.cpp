@@ -10,7 +10,7 @@
 #include "runtime/core/Device.h"
 #include "runtime/executor/Program.h"
 #include "tools/Commands.h"
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
 #include "llvm/Support/CommandLine.h"
 #include <map>

@@ -7,16 +7,16 @@
 // fails prints its rank and error and aborts the job, so the launch exits
 // non-zero instead of hanging. Rank 0 writes the outputs.
 //===----------------------------------------------------------------------===//
-#include "compiler/onnx/OnnxImport.h"
+#include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
-#include "runtime/executor/Program.h"
+#include "runtime/io/Npy.h"
+#include "runtime/session/InputRoles.h"
+#include "runtime/session/Session.h"
+#include "runtime/train/TokenFile.h"
+#include "runtime/train/Trainer.h"
 #include "tools/Commands.h"
-#include "tools/InputRoles.h"
 #include "tools/OutputDir.h"
-#include "tools/Plan.h"
 #include "tools/ToolCommon.h"
-#include "tools/TokenFile.h"
-#include "tools/TrainRank.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -40,71 +40,91 @@ namespace cl = llvm::cl;
 
 namespace partita {
 
+/// Everything a launch is asked, parsed straight from its flags: the
+/// launcher's own, then the training run's (rt::TrainOptions). The defaults
+/// are the structs'.
+struct LaunchOptions {
+  int worldSize = 0;
+  std::string planDir, outDir;
+  std::vector<std::string> inputs; // NAME=FILE.npy
+  int threads = 0, repeat = 1;
+  double collectiveTimeout = rt::kDefaultCollectiveTimeout;
+  std::string rankStatusDir, stagingDir;
+  rt::TrainOptions train;
+};
+static LaunchOptions opts;
+
 static cl::SubCommand launchCmd("launch", "Run the ranks of a compiled model");
 // The worker is one rank of a launch: it takes the launch's own options (the
 // launcher forwards its command line), declared once for both subcommands.
 static cl::SubCommand workerCmd("worker", "(internal) one rank of a launch");
 #define BOTH cl::sub(launchCmd), cl::sub(workerCmd)
-static cl::opt<int> worldSize("n", cl::desc("Number of ranks"), cl::sub(launchCmd), cl::Required);
-static cl::opt<std::string> planDir(cl::Positional, cl::desc("<out/>"), BOTH, cl::Required);
-static cl::list<std::string> inputs("input", cl::desc("An input: NAME=FILE.npy"), BOTH);
-static cl::opt<std::string> outDir("output-dir", cl::desc("Folder for rank 0's outputs"), BOTH, cl::Required);
-static cl::opt<int> threads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"), cl::init(0),
-                            BOTH);
-static cl::opt<int> repeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"), cl::init(1), BOTH);
-static cl::opt<int> steps("steps", cl::desc("Training steps (a --train plan)"), cl::init(0), BOTH);
-static cl::opt<std::string> data("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"), cl::init(""),
-                                 BOTH);
-static cl::opt<std::string> dataDtype("data-dtype",
-                                      cl::desc("Token id type of a flat --data file: uint16 (nanoGPT) or int32"),
-                                      cl::init("uint16"), BOTH);
-static cl::opt<int> batch("batch", cl::desc("Sequences per step"), cl::init(0), BOTH);
-static cl::opt<int> seq("seq", cl::desc("Tokens per sequence"), cl::init(0), BOTH);
-static cl::opt<double> lr("lr", cl::desc("AdamW learning rate"), cl::init(1e-3), BOTH);
-static cl::opt<int> seed("seed", cl::desc("Seed of the batch sampler"), cl::init(0), BOTH);
-static cl::opt<int> microBatches("micro-batches", cl::desc("Micro-batches accumulated per step"), cl::init(1), BOTH);
-static cl::opt<std::string> schedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
-                                     cl::init("constant"), BOTH);
-static cl::opt<int> warmup("warmup-steps", cl::desc("Linear warmup steps"), cl::init(0), BOTH);
-static cl::opt<double> minLrRatio("min-lr-ratio", cl::desc("Final learning rate / --lr for linear/cosine decay"),
-                                  cl::init(0.0), BOTH);
-static cl::opt<double> clipNorm("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
-                                cl::init(0.0), BOTH);
-static cl::opt<bool> skipNonfinite("skip-nonfinite",
-                                   cl::desc("Skip the update of a step whose loss or gradient norm is not finite "
-                                            "(default: stop)"),
-                                   cl::init(false), BOTH);
-static cl::opt<bool> progressBar("progress-bar",
-                                 cl::desc("Redraw one progress bar instead of a line per step (default: when the "
-                                          "launch's output is a terminal)"),
-                                 cl::init(false), BOTH);
-static cl::opt<bool> profile("profile",
-                             cl::desc("Rank 0 prints where a training step's time goes (phases, then per op type)"),
-                             cl::init(false), BOTH);
-static cl::opt<bool> profileByNode("profile-by-node", cl::desc("With --profile: time per node, not per op type"),
-                                   cl::init(false), BOTH);
-static cl::opt<bool> noOverlap("no-overlap",
-                               cl::desc("Finish each gradient bucket's all-reduce where it starts instead of "
-                                        "overlapping it with the rest of the backward pass (for measuring the overlap)"),
-                               cl::init(false), BOTH);
-static cl::opt<double> collectiveTimeout("collective-timeout",
-                                         cl::desc("Seconds a collective or receive may wait; then the rank names the "
-                                                  "ranks that have not arrived and the launch stops (0: no limit)"),
-                                         cl::init(rt::kDefaultCollectiveTimeout), BOTH);
+static Flag<int> worldSize("n", cl::desc("Number of ranks"), cl::location(opts.worldSize), cl::sub(launchCmd),
+                           cl::Required);
+static Flag<std::string> planDir(cl::Positional, cl::desc("<out/>"), cl::location(opts.planDir), BOTH, cl::Required);
+static cl::list<std::string, std::vector<std::string>> inputs("input", cl::desc("An input: NAME=FILE.npy"),
+                                                              cl::location(opts.inputs), BOTH);
+static Flag<std::string> outDir("output-dir", cl::desc("Folder for rank 0's outputs"), cl::location(opts.outDir), BOTH,
+                                cl::Required);
+static Flag<int> threads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
+                         cl::location(opts.threads), BOTH);
+static Flag<int> repeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
+                        cl::location(opts.repeat), BOTH);
+static Flag<int> steps("steps", cl::desc("Training steps (a --train plan)"), cl::location(opts.train.steps), BOTH);
+static Flag<std::string> data("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"),
+                              cl::location(opts.train.data), BOTH);
+static Flag<std::string> dataDtype("data-dtype",
+                                   cl::desc("Token id type of a flat --data file: uint16 (nanoGPT) or int32"),
+                                   cl::location(opts.train.dataDtype), BOTH);
+static Flag<int> batch("batch", cl::desc("Sequences per step"), cl::location(opts.train.batch), BOTH);
+static Flag<int> seq("seq", cl::desc("Tokens per sequence"), cl::location(opts.train.seq), BOTH);
+static Flag<double> lr("lr", cl::desc("AdamW learning rate"), cl::location(opts.train.lr), BOTH);
+static Flag<int> seed("seed", cl::desc("Seed of the batch sampler"), cl::location(opts.train.seed), BOTH);
+static Flag<int> microBatches("micro-batches", cl::desc("Micro-batches accumulated per step"),
+                              cl::location(opts.train.microBatches), BOTH);
+static Flag<std::string> schedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
+                                  cl::location(opts.train.lrSchedule.shape), BOTH);
+static Flag<int> warmup("warmup-steps", cl::desc("Linear warmup steps"), cl::location(opts.train.lrSchedule.warmup),
+                        BOTH);
+static Flag<double> minLrRatio("min-lr-ratio", cl::desc("Final learning rate / --lr for linear/cosine decay"),
+                               cl::location(opts.train.lrSchedule.minLrRatio), BOTH);
+static Flag<double> clipNorm("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
+                             cl::location(opts.train.clipNorm), BOTH);
+static Flag<bool> skipNonfinite("skip-nonfinite",
+                                cl::desc("Skip the update of a step whose loss or gradient norm is not finite "
+                                         "(default: stop)"),
+                                cl::location(opts.train.skipNonfinite), BOTH);
+static Flag<bool> progressBar("progress-bar",
+                              cl::desc("Redraw one progress bar instead of a line per step (default: when the "
+                                       "launch's output is a terminal)"),
+                              cl::location(opts.train.progressBar), BOTH);
+static Flag<bool> profile("profile",
+                          cl::desc("Rank 0 prints where a training step's time goes (phases, then per op type)"),
+                          cl::location(opts.train.profile), BOTH);
+static Flag<bool> profileByNode("profile-by-node", cl::desc("With --profile: time per node, not per op type"),
+                                cl::location(opts.train.profileByNode), BOTH);
+static Flag<bool> noOverlap("no-overlap",
+                            cl::desc("Finish each gradient bucket's all-reduce where it starts instead of "
+                                     "overlapping it with the rest of the backward pass (for measuring the overlap)"),
+                            cl::location(opts.train.noOverlap), BOTH);
+static Flag<double> collectiveTimeout("collective-timeout",
+                                      cl::desc("Seconds a collective or receive may wait; then the rank names the "
+                                               "ranks that have not arrived and the launch stops (0: no limit)"),
+                                      cl::location(opts.collectiveTimeout), BOTH);
 // Each rank records its pid and how it ended there (see recordStatus).
-static cl::opt<std::string> rankStatusDir("rank-status-dir", cl::desc("(internal) where each rank records its pid"),
-                                          cl::Hidden, cl::init(""), BOTH);
+static Flag<std::string> rankStatusDir("rank-status-dir", cl::desc("(internal) where each rank records its pid"),
+                                       cl::location(opts.rankStatusDir), cl::Hidden, BOTH);
 // The gradient buckets are made at compile time now (compile --bucket-mb); a
 // launch that asks for a size is refused rather than silently ignored.
 static cl::opt<double> bucketMb("bucket-mb", cl::desc("(compile --bucket-mb now) gradient bucket size"), cl::Hidden,
                                 cl::init(-1), BOTH);
-static cl::opt<std::string> idsInput("ids-input",
-                                     cl::desc("The input that takes the token ids (default: the one integer "
-                                              "[batch, seq] input besides labels, attention_mask, position_ids)"),
-                                     cl::init(""), BOTH);
+static Flag<std::string> idsInput("ids-input",
+                                  cl::desc("The input that takes the token ids (default: the one integer "
+                                           "[batch, seq] input besides labels, attention_mask, position_ids)"),
+                                  cl::location(opts.train.idsInput), BOTH);
 // The staging folder the launcher made for the outputs (tools/OutputDir.h).
-static cl::opt<std::string> stagingDir("staging-dir", cl::desc("(internal) where the ranks write"), cl::Hidden,
-                                       cl::init(""), cl::sub(workerCmd));
+static Flag<std::string> stagingDir("staging-dir", cl::desc("(internal) where the ranks write"),
+                                    cl::location(opts.stagingDir), cl::Hidden, cl::sub(workerCmd));
 #undef BOTH
 
 bool launchSelected() { return static_cast<bool>(launchCmd); }
@@ -159,10 +179,11 @@ static llvm::Error checkTokenInputs(const Plan &plan, const llvm::StringMap<Tens
 /// The flags of a launch, checked before any rank starts; each error names
 /// its flag.
 static llvm::Error checkFlags(bool trainPlan) {
-  if (threads < 0)
-    return fail("--threads " + llvm::Twine(threads) + ": must be >= 0 (0: cores / ranks)");
-  if (repeat < 1)
-    return fail("--repeat " + llvm::Twine(repeat) + ": must be >= 1");
+  const rt::TrainOptions &t = opts.train;
+  if (opts.threads < 0)
+    return fail("--threads " + llvm::Twine(opts.threads) + ": must be >= 0 (0: cores / ranks)");
+  if (opts.repeat < 1)
+    return fail("--repeat " + llvm::Twine(opts.repeat) + ": must be >= 1");
   if (!trainPlan) {
     if (steps.getNumOccurrences())
       return fail("--steps needs a plan compiled with --train");
@@ -181,38 +202,39 @@ static llvm::Error checkFlags(bool trainPlan) {
                   formatNumber(lo));
     return llvm::Error::success();
   };
-  if (auto err = atLeastOne("--steps", steps))
+  if (auto err = atLeastOne("--steps", t.steps))
     return err;
-  if (data.empty())
+  if (t.data.empty())
     return fail("training needs --data FILE (token ids)");
   if (!batch.getNumOccurrences() || !seq.getNumOccurrences())
     return fail("training needs --batch B and --seq T (the shapes the plan was compiled for)");
-  if (auto err = atLeastOne("--batch", batch))
+  if (auto err = atLeastOne("--batch", t.batch))
     return err;
-  if (auto err = atLeastOne("--seq", seq))
+  if (auto err = atLeastOne("--seq", t.seq))
     return err;
-  if (auto err = atLeastOne("--micro-batches", microBatches))
+  if (auto err = atLeastOne("--micro-batches", t.microBatches))
     return err;
-  if (auto err = finiteAtLeast("--lr", lr, 0, false))
+  if (auto err = finiteAtLeast("--lr", t.lr, 0, false))
     return err;
-  if (auto err = finiteAtLeast("--clip-grad-norm", clipNorm, 0, false))
+  if (auto err = finiteAtLeast("--clip-grad-norm", t.clipNorm, 0, false))
     return err;
   if (bucketMb.getNumOccurrences())
     return fail("--bucket-mb is a compile option now (partita compile --bucket-mb MB): the program holds its "
                 "gradient buckets");
-  if (warmup < 0)
-    return fail("--warmup-steps " + llvm::Twine(warmup.getValue()) + ": must be >= 0");
-  if (!(minLrRatio >= 0 && minLrRatio <= 1))
-    return fail("--min-lr-ratio " + formatNumber(minLrRatio) + ": must be in [0, 1]");
-  if (schedule != "constant" && schedule != "linear" && schedule != "cosine")
-    return fail("--lr-schedule '" + schedule + "': expected constant, linear or cosine");
+  const rt::LrScheduleOptions &lrs = t.lrSchedule;
+  if (lrs.warmup < 0)
+    return fail("--warmup-steps " + llvm::Twine(lrs.warmup) + ": must be >= 0");
+  if (!(lrs.minLrRatio >= 0 && lrs.minLrRatio <= 1))
+    return fail("--min-lr-ratio " + formatNumber(lrs.minLrRatio) + ": must be in [0, 1]");
+  if (lrs.shape != "constant" && lrs.shape != "linear" && lrs.shape != "cosine")
+    return fail("--lr-schedule '" + lrs.shape + "': expected constant, linear or cosine");
   return llvm::Error::success();
 }
 
 /// What the launch reads: an output folder must not be or hold any of it.
 static std::vector<std::string> launchInputs() {
-  std::vector<std::string> in{planDir.getValue(), data.getValue()};
-  for (std::string &file : inputFilePaths(inputs))
+  std::vector<std::string> in{opts.planDir, opts.train.data};
+  for (std::string &file : inputFilePaths(opts.inputs))
     in.push_back(std::move(file));
   return in;
 }
@@ -290,15 +312,16 @@ static std::string describeRankFailure(llvm::StringRef dir, int n, bool allRanks
 
 int launchMain(int argc, char **argv) {
   const char *tool = "partita launch";
+  const int worldSize = opts.worldSize;
   if (worldSize < 1)
     return reportError(tool, fail("-n must be >= 1"));
-  auto plan = checkArtifacts(planDir, worldSize);
+  auto plan = checkArtifacts(opts.planDir, worldSize);
   if (!plan)
     return reportError(tool, plan.takeError());
   bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
-  auto tensors = readInputFiles(inputs);
+  auto tensors = readInputFiles(opts.inputs);
   if (!tensors)
     return reportError(tool, tensors.takeError());
   if (auto err = checkTokenInputs(*plan, *tensors))
@@ -318,18 +341,19 @@ int launchMain(int argc, char **argv) {
   bool underMpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("SLURM_PROCID");
   std::optional<StagedOutput> staged;
   if (underMpi) {
-    if (auto err = checkOutputDir(outDir, "launch", "--output-dir", launchInputs()))
+    if (auto err = checkOutputDir(opts.outDir, "launch", "--output-dir", launchInputs()))
       return reportError(tool, std::move(err));
   } else {
-    auto s = StagedOutput::begin(outDir, "launch", "--output-dir", launchInputs());
+    auto s = StagedOutput::begin(opts.outDir, "launch", "--output-dir", launchInputs());
     if (!s)
       return reportError(tool, s.takeError());
     staged.emplace(std::move(*s));
   }
   if (trainPlan) {
-    if (auto roles = trainingInputRoles(plan->inputs, idsInput, batch, seq); !roles)
+    const rt::TrainOptions &t = opts.train;
+    if (auto roles = trainingInputRoles(plan->inputs, t.idsInput, t.batch, t.seq); !roles)
       return reportError(tool, roles.takeError());
-    auto tokens = TokenFile::open(data, dataDtype);
+    auto tokens = TokenFile::open(t.data, t.dataDtype);
     if (!tokens)
       return reportError(tool, tokens.takeError());
     // Up to ~100M ids are checked here, before any rank starts; the ranks
@@ -345,7 +369,7 @@ int launchMain(int argc, char **argv) {
     if (!mpirun)
       return reportError(tool, fail("mpirun not found on PATH (install openmpi-bin)"));
     args = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
-            std::to_string(worldSize.getValue()), "--mca", "btl_vader_single_copy_mechanism", "none"};
+            std::to_string(worldSize), "--mca", "btl_vader_single_copy_mechanism", "none"};
   }
   // The workers get this command line as it was typed, less -n.
   args.insert(args.end(), {self, "worker"});
@@ -365,19 +389,19 @@ int launchMain(int argc, char **argv) {
   // user's output is a pipe: the launcher decides.
   if (isatty(fileno(stdout)) && progressBar.getNumOccurrences() == 0)
     args.push_back("--progress-bar");
-  if (threads == 0) {
+  if (opts.threads == 0) {
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     args.push_back("--threads=" + std::to_string(std::max(1, cores / worldSize)));
   }
-  if (!std::isfinite(collectiveTimeout) || collectiveTimeout < 0) {
+  if (!std::isfinite(opts.collectiveTimeout) || opts.collectiveTimeout < 0) {
     char value[32];
-    std::snprintf(value, sizeof value, "%g", collectiveTimeout.getValue());
+    std::snprintf(value, sizeof value, "%g", opts.collectiveTimeout);
     return reportError(tool, fail("--collective-timeout " + llvm::Twine(value) +
                                   ": must be a finite number >= 0 (0: no limit)"));
   }
   // The ranks record their pids and ends in a folder of the launcher's unless
   // the caller names one (tests do, to find a rank's pid).
-  std::string statusDir = rankStatusDir;
+  std::string statusDir = opts.rankStatusDir;
   bool ownStatusDir = statusDir.empty();
   if (ownStatusDir) {
     llvm::SmallString<128> dir;
@@ -402,31 +426,24 @@ int launchMain(int argc, char **argv) {
   return 0;
 }
 
-static llvm::Error runProgram(int rank, const Plan &plan, const std::string &writeDir);
+static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir);
 
 /// Runs this process's rank; any error aborts every rank.
 static llvm::Error runRank(int rank) {
-  auto plan = readPlan(inDir(planDir, "plan.json"));
+  auto plan = readPlan(inDir(opts.planDir, "plan.json"));
   if (!plan)
     return plan.takeError();
-  auto world = rt::MpiCommunicator::world(collectiveTimeout);
+  auto world = rt::MpiCommunicator::world(opts.collectiveTimeout);
   if (world->size() != plan->worldSize())
     return fail("started with " + llvm::Twine(world->size()) + " ranks, the plan needs " +
                 llvm::Twine(plan->worldSize()));
-  const RankPlan &me = plan->ranks[rank];
-  // The rank that loads a program refuses one not its own (the launcher
-  // checked every rank's already, to fail before any rank starts).
-  for (const std::string &program : {me.forward, me.step})
-    if (!program.empty())
-      if (auto err = checkProgramHash(me, planDir, program))
-        return err;
   // Where this rank writes: the launcher's staging folder, or (under an
   // outside mpirun, one launcher per rank) one rank 0 stages for everyone.
   std::optional<StagedOutput> staged;
-  std::string writeDir = stagingDir;
+  std::string writeDir = opts.stagingDir;
   if (writeDir.empty()) {
     if (rank == 0) {
-      auto s = StagedOutput::begin(outDir, "launch", "--output-dir", launchInputs());
+      auto s = StagedOutput::begin(opts.outDir, "launch", "--output-dir", launchInputs());
       if (!s)
         return s.takeError();
       staged.emplace(std::move(*s));
@@ -441,76 +458,42 @@ static llvm::Error runRank(int rank) {
       return err;
     writeDir.assign(chars.begin(), chars.end());
   }
-  if (auto err = runProgram(rank, *plan, writeDir))
+  if (auto err = runSession(rank, *plan, writeDir))
     return err;
   if (auto err = world->barrier()) // every rank has written its part (under the watchdog)
     return err;
   return staged ? staged->commit() : llvm::Error::success();
 }
 
-/// This rank's work: a training run or one inference, writing into `writeDir`.
-static llvm::Error runProgram(int rank, const Plan &planRef, const std::string &writeDir) {
-  const Plan *plan = &planRef;
-  const RankPlan &me = plan->ranks[rank];
-  auto world = rt::MpiCommunicator::world(collectiveTimeout);
-  rt::RuntimeEnv env;
-  std::vector<std::unique_ptr<rt::MpiCommunicator>> groups;
-  for (const auto &[axis, members] : plan->groups) {
-    int color = 0;
-    for (size_t i = 0; i < members.size(); ++i)
-      if (std::find(members[i].begin(), members[i].end(), rank) != members[i].end())
-        color = static_cast<int>(i);
-    auto group = world->split(color, rank, axis);
-    if (!group)
-      return group.takeError();
-    env.groups[axis] = group->get();
-    groups.push_back(std::move(*group));
-  }
-  if (steps > 0) {
-    TrainOptions o;
-    o.planDir = planDir;
-    o.data = data;
-    o.dataDtype = dataDtype;
-    o.idsInput = idsInput;
-    o.outDir = writeDir;
-    o.schedule = schedule;
-    o.steps = steps;
-    o.batch = batch;
-    o.seq = seq;
-    o.seed = seed;
-    o.microBatches = microBatches;
-    o.warmup = warmup;
-    o.lr = lr;
-    o.minLrRatio = minLrRatio;
-    o.clipNorm = clipNorm;
-    o.skipNonfinite = skipNonfinite;
-    o.progressBar = progressBar;
-    o.profile = profile;
-    o.profileByNode = profileByNode;
-    o.noOverlap = noOverlap;
-    return trainRank(rank, *plan, env, o);
-  }
-  auto tensors = readInputFiles(inputs);
+/// This rank's work, writing into `writeDir`: its session (communicators
+/// and programs), then a training run or one inference (repeated).
+static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir) {
+  auto world = rt::MpiCommunicator::world(opts.collectiveTimeout);
+  auto session = rt::Session::create(plan, opts.planDir, rank, [&](int color, int key, llvm::StringRef axis) {
+    return llvm::Expected<std::unique_ptr<rt::Communicator>>(world->split(color, key, axis));
+  });
+  if (!session)
+    return session.takeError();
+  if (opts.train.steps > 0)
+    return rt::train(**session, opts.train, writeDir);
+  auto tensors = readInputFiles(opts.inputs);
   if (!tensors)
     return tensors.takeError();
-  auto g = importOnnx(inDir(planDir, me.forward), compiledProgramImport(plan->weightFilePaths()));
-  if (!g)
-    return g.takeError();
+  rt::Program &forward = *(*session)->program("forward");
   std::vector<TensorSpec> specs;
-  for (const Value *in : (*g)->inputs())
-    specs.push_back({in->name(), in->type()});
+  for (const auto &in : forward.inputs())
+    specs.push_back({in.name, in.type});
   if (auto filled = fillRoleInputs(specs, *tensors); !filled) // the launcher printed what it fills
     return filled.takeError();
   RunOptions ro;
-  ro.env = &env;
-  ro.repeat = std::max(1, repeat.getValue());
-  auto result = runOnCpu(**g, *tensors, ro);
+  ro.repeat = std::max(1, opts.repeat);
+  auto result = runLoaded(forward, (*session)->device(), *tensors, ro);
   if (!result)
     return result.takeError();
   if (rank == 0 && ro.repeat > 1)
     llvm::outs() << "rank 0: " << result->statsLine << "\n";
   if (rank == 0)
-    return writeOutputFiles(writeDir, result->names, result->outputs);
+    return rt::writeNpyFiles(writeDir, result->names, result->outputs);
   return llvm::Error::success();
 }
 
@@ -535,9 +518,9 @@ static void onTerminate(int sig) {
 }
 
 static void startStatus(int rank) {
-  if (rankStatusDir.empty())
+  if (opts.rankStatusDir.empty())
     return;
-  std::string path = inDir(rankStatusDir, "rank" + std::to_string(rank));
+  std::string path = inDir(opts.rankStatusDir, "rank" + std::to_string(rank));
   statusFd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   recordStatus(("pid " + std::to_string(::getpid()) + "\n").c_str());
   struct sigaction sa = {};
@@ -577,7 +560,7 @@ int workerMain() {
     reportRankError(message);
     _exit(1);
   });
-  omp_set_num_threads(std::max(1, threads.getValue()));
+  omp_set_num_threads(std::max(1, opts.threads));
   if (auto err = runRank(rank)) {
     reportRankError(llvm::toString(std::move(err)));
     MPI_Abort(MPI_COMM_WORLD, 1);

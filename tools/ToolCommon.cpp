@@ -2,8 +2,8 @@
 #include "tools/ToolCommon.h"
 #include "compiler/ir/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "runtime/comm/Communicator.h"
 #include "runtime/executor/Program.h"
+#include "runtime/schedule/InferenceSchedule.h"
 #include "runtime/io/Npy.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -15,13 +15,6 @@
 #include <omp.h>
 
 namespace partita {
-
-ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
-  ImportOptions o;
-  o.trustedLocations = true;
-  o.trustedFiles.assign(weightFiles.begin(), weightFiles.end());
-  return o;
-}
 
 bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents) {
   return path.endswith(".onnx") || contents.ltrim().startswith("<");
@@ -68,25 +61,17 @@ std::vector<std::string> inputFilePaths(llvm::ArrayRef<std::string> specs) {
   return files;
 }
 
-llvm::Error writeOutputFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names,
-                             llvm::ArrayRef<Tensor> values) {
-  if (auto ec = llvm::sys::fs::create_directories(dir))
-    return llvm::createStringError(ec, "cannot create " + dir);
-  for (size_t i = 0; i < names.size(); ++i) {
-    llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, names[i] + ".npy");
-    if (auto err = rt::writeNpy(path, values[i].dtype(), values[i].shape(), values[i].data()))
-      return err;
-  }
-  return llvm::Error::success();
-}
-
 llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts) {
   rt::CpuDevice device;
-  auto program = rt::Program::load(g, device, static_cast<const rt::RuntimeEnv *>(opts.env));
+  auto program = rt::Program::load(g, device);
   if (!program)
     return program.takeError();
-  (*program)->setProfiling(opts.profile);
+  return runLoaded(**program, device, inputs, opts);
+}
+
+llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, const llvm::StringMap<Tensor> &inputs,
+                                    const RunOptions &opts) {
+  program.setProfiling(opts.profile);
   // Inputs stay in host memory the CPU device can read directly.
   llvm::StringMap<rt::TensorView> views;
   for (const auto &entry : inputs) {
@@ -97,28 +82,29 @@ llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor>
     views[entry.getKey()] = v;
   }
   RunResult result;
-  llvm::Expected<std::vector<rt::TensorView>> outs = std::vector<rt::TensorView>{};
+  rt::InferenceSchedule schedule;
+  rt::InferenceRun run(program, views);
   if (opts.repeat > 1) { // warm-up (oneDNN JIT, first-touch pages), not timed
-    if (auto warm = (*program)->run(views); !warm)
-      return warm.takeError();
-    (*program)->clearProfile();
+    if (auto err = rt::runStep(schedule, run))
+      return std::move(err);
+    program.clearProfile();
   }
   for (int i = 0; i < opts.repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
-    outs = (*program)->run(views);
-    if (!outs)
-      return outs.takeError();
+    if (auto err = rt::runStep(schedule, run))
+      return std::move(err);
     result.millis.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(result.millis.begin(), result.millis.end());
-  for (size_t i = 0; i < outs->size(); ++i) {
-    const rt::TensorView &v = (*outs)[i];
+  const std::vector<rt::TensorView> &outs = run.outputs();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const rt::TensorView &v = outs[i];
     auto bytes = std::make_shared<std::vector<uint8_t>>(v.bytes());
     device.copyToHost(bytes->data(), v.data, v.bytes());
-    result.names.push_back((*program)->outputNames()[i]);
+    result.names.push_back(program.outputNames()[i]);
     result.outputs.emplace_back(v.dtype, v.shape, std::move(bytes));
   }
-  const auto &st = (*program)->stats();
+  const auto &st = program.stats();
   llvm::raw_string_ostream stats(result.statsLine);
   stats << "kernels " << st.numKernels << ", weights " << st.weightBytes << " B, arena " << st.arenaBytes
         << " B (lower bound " << st.lowerBoundBytes << " B, ratio "
@@ -129,7 +115,7 @@ llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor>
   if (opts.profile) {
     std::vector<std::pair<double, std::string>> rows;
     double total = 0;
-    for (const auto &[op, entry] : (*program)->profile()) {
+    for (const auto &[op, entry] : program.profile()) {
       rows.push_back({entry.first / opts.repeat, op + " x" + std::to_string(entry.second / opts.repeat)});
       total += entry.first / opts.repeat;
     }

@@ -2,10 +2,15 @@
 #pragma once
 #include "compiler/ir/Graph.h"
 #include "compiler/onnx/OnnxImport.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include <memory>
 
 namespace partita {
+namespace rt {
+class Device;
+class Program;
+} // namespace rt
 
 /// Loads IR text (.pir or anything else) or an ONNX model (.onnx, or text
 /// starting with '<') from `path`.
@@ -14,9 +19,6 @@ llvm::Expected<std::unique_ptr<Graph>> loadGraph(llvm::StringRef path, const Imp
 llvm::Expected<std::unique_ptr<Graph>> loadGraphFromText(llvm::StringRef text, llvm::StringRef path,
                                                          const ImportOptions &opts);
 bool looksLikeOnnx(llvm::StringRef path, llvm::StringRef contents);
-/// How a rank imports a program of a compiled plan (its hash checked against
-/// plan.json first): its weights may refer to the original model's files.
-ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles);
 
 /// Reads NAME=FILE.npy specs (the --input option) into host tensors.
 llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::string> specs);
@@ -25,15 +27,11 @@ llvm::Expected<llvm::StringMap<Tensor>> readInputFiles(llvm::ArrayRef<std::strin
 /// output folder may not be or hold it).
 std::vector<std::string> inputFilePaths(llvm::ArrayRef<std::string> specs);
 
-/// Writes each output as DIR/NAME.npy (creating DIR).
-llvm::Error writeOutputFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names,
-                             llvm::ArrayRef<Tensor> values);
-
-/// Runs `g` on `inputs` with a CPU program; results copied to host tensors.
+/// Runs `g` on `inputs` with a CPU program (the inference schedule);
+/// results copied to host tensors.
 struct RunOptions {
   int repeat = 1;
   bool profile = false;
-  const void *env = nullptr; // rt::RuntimeEnv*, for programs with collectives
 };
 struct RunResult {
   std::vector<std::string> names;
@@ -43,6 +41,13 @@ struct RunResult {
   std::string profileTable;
 };
 llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts);
+/// The same with a loaded program (a session's) on its device.
+llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, const llvm::StringMap<Tensor> &inputs,
+                                    const RunOptions &opts);
+
+/// A flag stored in a field of its command's options struct
+/// (cl::location(field)): each command parses its flags into one struct.
+template <typename T> using Flag = llvm::cl::opt<T, /*ExternalStorage=*/true>;
 
 /// Prints "tool: error: msg" to stderr and returns 1.
 int reportError(llvm::StringRef tool, llvm::Error err);

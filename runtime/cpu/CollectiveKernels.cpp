@@ -104,18 +104,20 @@ private:
     DType dt = ctx.inputs[0].dtype;
     void *buf = ctx.outputs[0].data;
     size_t count = ctx.outputs[0].numel();
-    if (ctx.inputs.size() == 1) {
-      if (buf != ctx.inputs[0].data)
-        std::memcpy(buf, ctx.inputs[0].data, ctx.outputs[0].bytes());
+    if (ctx.inputs.size() == 1 || ctx.deferReductions) {
+      for (size_t i = 0; i < ctx.inputs.size(); ++i)
+        pack(ctx, i, ctx.outputs[i].data);
+      if (ctx.deferReductions) // this rank's partial sums, reduced with a later micro-batch's
+        return llvm::Error::success();
     } else {
       size_t bytes = 0;
       for (const TensorView &in : ctx.inputs)
         bytes += in.bytes();
       staging_.resize(bytes);
       bytes = 0;
-      for (const TensorView &in : ctx.inputs) {
-        std::memcpy(staging_.data() + bytes, in.data, in.bytes());
-        bytes += in.bytes();
+      for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+        pack(ctx, i, staging_.data() + bytes);
+        bytes += ctx.inputs[i].bytes();
       }
       buf = staging_.data();
       count = bytes / elem_;
@@ -133,6 +135,23 @@ private:
       return h.takeError();
     handle_ = *h;
     return llvm::Error::success();
+  }
+
+  /// Operand i, plus its addend (gradient accumulation), at `dst`.
+  static void pack(const KernelContext &ctx, size_t i, void *dst) {
+    const TensorView &in = ctx.inputs[i];
+    const void *addend = !ctx.deferReductions && ctx.addends && i < ctx.addends->size() ? (*ctx.addends)[i] : nullptr;
+    if (!addend || in.dtype != DType::F32) {
+      if (dst != in.data)
+        std::memcpy(dst, in.data, in.bytes());
+      return;
+    }
+    const float *a = static_cast<const float *>(in.data), *b = static_cast<const float *>(addend);
+    float *d = static_cast<float *>(dst);
+    int64_t n = in.numel();
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t k = 0; k < n; ++k)
+      d[k] = a[k] + b[k];
   }
 
   void unpack(KernelContext &ctx) {

@@ -256,6 +256,45 @@ llvm::Error Program::bindOutput(llvm::StringRef name, void *buffer) {
   return loadError("the program has no output '" + name + "'");
 }
 
+bool Program::reducedAsync(llvm::StringRef output) const {
+  size_t index = std::find(outputNames_.begin(), outputNames_.end(), output) - outputNames_.begin();
+  for (const Step &step : steps_)
+    if (step.kernel->isAsync())
+      for (int slot : step.outputs)
+        for (size_t o : outputsOfSlot_[slot])
+          if (o == index)
+            return true;
+  return false;
+}
+
+llvm::Error Program::setReductionAddend(llvm::StringRef output, const void *buffer) {
+  size_t index = std::find(outputNames_.begin(), outputNames_.end(), output) - outputNames_.begin();
+  if (index == outputNames_.size())
+    return loadError("the program has no output '" + output + "'");
+  if (buffer && slots_[outputSlots_[index]].view.dtype != DType::F32)
+    return loadError("output '" + output + "': reduction addends are float32 only");
+  addendOfOutput_.resize(outputNames_.size(), nullptr);
+  addendOfOutput_[index] = buffer;
+  // Which result of which async step computes each output.
+  stepAddends_.assign(steps_.size(), {});
+  bool any = false;
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    if (!steps_[si].kernel->isAsync())
+      continue;
+    std::vector<const void *> &a = stepAddends_[si];
+    a.assign(steps_[si].outputs.size(), nullptr);
+    for (size_t k = 0; k < a.size(); ++k)
+      for (size_t o : outputsOfSlot_[steps_[si].outputs[k]])
+        if (addendOfOutput_[o]) {
+          a[k] = addendOfOutput_[o];
+          any |= o == index;
+        }
+  }
+  if (buffer && !any)
+    return loadError("output '" + output + "' is not the result of an async reduction");
+  return llvm::Error::success();
+}
+
 const TensorView *Program::staticTensor(llvm::StringRef valueName) const {
   auto it = staticByName_.find(valueName);
   return it == staticByName_.end() ? nullptr : &it->second;
@@ -327,6 +366,10 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       outs.push_back(v);
     }
     KernelContext ctx{device_, ins, outs, env_, weightsVersion_};
+    if (step.kernel->isAsync()) {
+      ctx.deferReductions = deferReductions_;
+      ctx.addends = si < stepAddends_.size() ? &stepAddends_[si] : nullptr;
+    }
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return std::move(err);
@@ -372,6 +415,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
 llvm::Error Program::finish(InFlight &f) {
   const Step &step = steps_[f.step];
   KernelContext ctx{device_, f.inputs, f.outputs, env_, weightsVersion_};
+  ctx.deferReductions = deferReductions_;
   auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   if (auto err = step.kernel->finish(ctx))
     return err;

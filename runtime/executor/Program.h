@@ -82,6 +82,17 @@ public:
   /// for measuring what the overlap gains).
   void setOverlapCollectives(bool on) { overlapCollectives_ = on; }
 
+  /// Gradient accumulation over micro-batches, each reduction once (DDP's
+  /// no_sync): while deferring, async reductions return this rank's partial
+  /// sums; an addend set for a graph output (a buffer of its shape, owned by
+  /// the caller; null clears it) is added to what its reduction reduces, so
+  /// the last micro-batch reduces the sum of all of them. Reductions are
+  /// linear: the result is the same as reducing every micro-batch.
+  void setDeferReductions(bool on) { deferReductions_ = on; }
+  llvm::Error setReductionAddend(llvm::StringRef output, const void *buffer);
+  /// Whether graph output `output` is the result of an async reduction.
+  bool reducedAsync(llvm::StringRef output) const;
+
   /// When on, run() accumulates wall time per op type (qualified name; a
   /// fused cluster is "fused elementwise"), or per node (by the node that
   /// ends the step) when `byNode`.
@@ -128,7 +139,9 @@ private:
   std::vector<std::string> outputNames_;
   std::vector<int> outputSlots_;
   ProgramStats stats_;
-  bool profiling_ = false, profileByNode_ = false, overlapCollectives_ = true;
+  bool profiling_ = false, profileByNode_ = false, overlapCollectives_ = true, deferReductions_ = false;
+  std::vector<const void *> addendOfOutput_;           // by graph output index
+  std::vector<std::vector<const void *>> stepAddends_; // by step: per result, from addendOfOutput_
   /// A started asynchronous step and the views it was run on.
   struct InFlight {
     size_t step;

@@ -1,6 +1,8 @@
 //===- Npy.cpp ------------------------------------------------------------===//
 #include "runtime/io/Npy.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
 
@@ -115,6 +117,18 @@ llvm::Error writeNpy(llvm::StringRef path, DType dtype, llvm::ArrayRef<int64_t> 
     return fail(path, "cannot write: " + ec.message());
   os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
   os.write(static_cast<const char *>(data), numElements(shape) * dtypeSize(dtype));
+  return llvm::Error::success();
+}
+
+llvm::Error writeNpyFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names, llvm::ArrayRef<Tensor> values) {
+  if (auto ec = llvm::sys::fs::create_directories(dir))
+    return llvm::createStringError(ec, "cannot create " + dir);
+  for (size_t i = 0; i < names.size(); ++i) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, names[i] + ".npy");
+    if (auto err = writeNpy(path, values[i].dtype(), values[i].shape(), values[i].data()))
+      return err;
+  }
   return llvm::Error::success();
 }
 

@@ -7,5 +7,7 @@ namespace partita::rt {
 
 llvm::Expected<Tensor> readNpy(llvm::StringRef path);
 llvm::Error writeNpy(llvm::StringRef path, DType dtype, llvm::ArrayRef<int64_t> shape, const void *data);
+/// Writes each tensor as DIR/NAME.npy (creating DIR).
+llvm::Error writeNpyFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names, llvm::ArrayRef<Tensor> values);
 
 } // namespace partita::rt

@@ -25,6 +25,12 @@ struct KernelContext {
   /// Changes whenever the program's weights were rewritten (training): a
   /// kernel that caches something derived from a weight must refresh it.
   uint64_t weightsVersion = 0;
+  /// Gradient accumulation (DDP's no_sync): an async reduction `defers`
+  /// (its results are this rank's operands, nothing is communicated), or adds
+  /// `addends[i]` (same shape as result i; null: none) to operand i before
+  /// reducing: the partial sums of the micro-batches deferred before.
+  bool deferReductions = false;
+  const std::vector<const void *> *addends = nullptr;
 };
 
 class Kernel {

@@ -1,6 +1,6 @@
 //===- PlanFuzzer.cpp - readPlan on plan.json bytes -----------------------===//
 #include "FuzzInput.h"
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string &path = partita::fuzz::writeInput(data, size, "-plan.json");

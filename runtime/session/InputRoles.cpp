@@ -1,9 +1,10 @@
-//===- InputRoles.cpp - what the tools feed a program's inputs ------------===//
-#include "tools/InputRoles.h"
-#include "tools/ToolCommon.h"
+//===- InputRoles.cpp - what the runtime feeds a program's inputs ----------===//
+#include "runtime/session/InputRoles.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace partita {
+
+static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
 static const char *kRoleOptions =
     "the training loop feeds token ids (the one integer [batch, seq] input, or launch --ids-input NAME), labels, "

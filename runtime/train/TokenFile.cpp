@@ -1,10 +1,11 @@
 //===- TokenFile.cpp ------------------------------------------------------===//
-#include "tools/TokenFile.h"
+#include "runtime/train/TokenFile.h"
 #include "runtime/io/Npy.h"
-#include "tools/ToolCommon.h"
 #include <cstring>
 
 namespace partita {
+
+static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
 llvm::Expected<TokenFile> TokenFile::open(llvm::StringRef path, llvm::StringRef dtype) {
   TokenFile f;

@@ -1,11 +1,11 @@
-//===- InputRoles.h - what the tools feed a program's inputs --------------===//
+//===- InputRoles.h - what the runtime feeds a program's inputs -----------===//
 //
-// The inputs a program takes that the tools can feed without a file: the
+// The inputs a program takes that the runtime can feed without a file: the
 // training loop feeds every input by its role; inference (run, launch) fills
 // an attention mask or position ids the user did not give.
 //===----------------------------------------------------------------------===//
 #pragma once
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include <map>

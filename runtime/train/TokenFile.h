@@ -21,6 +21,7 @@ public:
   int64_t operator[](int64_t i) const;
   /// The first id outside [0, vocab), as an error naming the file and position.
   llvm::Error checkRange(int64_t vocab, int64_t begin = 0, int64_t end = -1) const;
+  const std::string &path() const { return path_; }
 
 private:
   std::string path_;

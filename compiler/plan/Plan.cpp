@@ -1,5 +1,5 @@
 //===- Plan.cpp -----------------------------------------------------------===//
-#include "tools/Plan.h"
+#include "compiler/plan/Plan.h"
 #include <chrono>
 #include <cmath>
 #include "llvm/Support/FormatVariadic.h"
@@ -413,6 +413,13 @@ llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::Strin
     return fail(path, "not the program compiled for rank " + llvm::Twine(r.rank) +
                           " (its SHA-256 differs from plan.json's): another rank's or another compile's file");
   return llvm::Error::success();
+}
+
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
+  ImportOptions o;
+  o.trustedLocations = true;
+  o.trustedFiles.assign(weightFiles.begin(), weightFiles.end());
+  return o;
 }
 
 } // namespace partita

@@ -1,6 +1,7 @@
 //===- Plan.h - out/plan.json: the mesh, the ranks and their programs -----===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include "compiler/onnx/OnnxImport.h"
 #include "passes/AdamWStep.h"
 #include "llvm/Support/Error.h"
 #include <map>
@@ -49,6 +50,14 @@ struct RankPlan {
   /// SHA-256 (hex) of each program file, keyed by its path: a rank refuses a
   /// program that is not the one compiled for it.
   std::map<std::string, std::string> sha256;
+  /// The rank's programs by name ("forward", and "step" in a training plan)
+  /// with their paths.
+  std::vector<std::pair<std::string, std::string>> programs() const {
+    std::vector<std::pair<std::string, std::string>> out{{"forward", forward}};
+    if (!step.empty())
+      out.push_back({"step", step});
+    return out;
+  }
 };
 
 struct Plan {
@@ -103,6 +112,10 @@ bool statWeightFile(llvm::StringRef path, WeightFile &out);
 /// Every weight file is still what it was at compile time; the error names
 /// the file and says what to do.
 llvm::Error checkWeightFiles(const Plan &p);
+
+/// How a rank imports a program of a compiled plan (its hash checked against
+/// plan.json first): its weights may refer to the original model's files.
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles);
 
 /// SHA-256 of a file's bytes, as lowercase hex.
 llvm::Expected<std::string> sha256File(llvm::StringRef path);

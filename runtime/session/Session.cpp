@@ -1,0 +1,65 @@
+//===- Session.cpp --------------------------------------------------------===//
+#include "runtime/session/Session.h"
+#include "compiler/onnx/OnnxImport.h"
+#include "llvm/Support/Path.h"
+#include <algorithm>
+
+namespace partita::rt {
+
+Session::~Session() = default;
+
+llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm::StringRef planDir, int rank,
+                                                         GroupSplitter split) {
+  std::unique_ptr<Session> s(new Session(plan, rank));
+  for (const auto &[axis, members] : plan.groups) {
+    int color = 0;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (std::find(members[i].begin(), members[i].end(), rank) != members[i].end())
+        color = static_cast<int>(i);
+    auto group = split(color, rank, axis);
+    if (!group)
+      return group.takeError();
+    s->env_.groups[axis] = group->get();
+    s->groups_.push_back(std::move(*group));
+  }
+  for (const auto &[name, path] : s->rankPlan().programs())
+    if (auto err = s->loadProgram(name, path, planDir))
+      return std::move(err);
+  return s;
+}
+
+llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llvm::StringRef planDir) {
+  // The rank that loads a program refuses one not its own (the launcher
+  // checked every rank's already, to fail before any rank starts).
+  if (auto err = checkProgramHash(rankPlan(), planDir, path))
+    return err;
+  llvm::SmallString<256> file(planDir);
+  llvm::sys::path::append(file, path);
+  auto graph = importOnnx(file, compiledProgramImport(plan_->weightFilePaths()));
+  if (!graph)
+    return graph.takeError();
+  auto program = Program::load(**graph, device_, &env_);
+  if (!program)
+    return program.takeError();
+  programs_[name] = Loaded{std::move(*graph), std::move(*program)};
+  return llvm::Error::success();
+}
+
+int64_t Session::axisSize(llvm::StringRef axis) const {
+  for (const auto &a : plan_->mesh.axes)
+    if (a.name == axis)
+      return a.size;
+  return 1;
+}
+
+int64_t Session::coordinate(llvm::StringRef axis) const {
+  auto it = rankPlan().coords.find(axis.str());
+  return it == rankPlan().coords.end() ? 0 : it->second;
+}
+
+Program *Session::program(llvm::StringRef name) const {
+  auto it = programs_.find(name);
+  return it == programs_.end() ? nullptr : it->second.program.get();
+}
+
+} // namespace partita::rt

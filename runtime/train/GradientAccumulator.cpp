@@ -1,0 +1,79 @@
+//===- GradientAccumulator.cpp --------------------------------------------===//
+#include "runtime/train/GradientAccumulator.h"
+#include <algorithm>
+#include <cstring>
+
+namespace partita::rt {
+
+GradientAccumulator::GradientAccumulator(Program &program, std::vector<std::string> gradOutputs,
+                                         std::vector<int64_t> numel, int64_t microBatches)
+    : program_(program), names_(std::move(gradOutputs)), numel_(std::move(numel)),
+      micro_(std::max<int64_t>(1, microBatches)) {
+  const auto &outs = program_.outputNames();
+  for (const std::string &n : names_)
+    outputIndex_.push_back(std::find(outs.begin(), outs.end(), n) - outs.begin());
+  grads_.assign(names_.size(), nullptr);
+  deferred_.assign(names_.size(), false);
+  if (micro_ == 1)
+    return;
+  sums_.resize(names_.size());
+  for (size_t i = 0; i < names_.size(); ++i) {
+    sums_[i].resize(static_cast<size_t>(numel_[i]));
+    deferred_[i] = program_.reducedAsync(names_[i]);
+  }
+  lossDeferred_ = program_.reducedAsync(outs[0]);
+}
+
+llvm::Error GradientAccumulator::beforeRun(int64_t micro) {
+  bool last = micro + 1 == micro_;
+  if (micro == 0)
+    lossSum_ = 0;
+  program_.setDeferReductions(!last);
+  if (!last || micro_ == 1)
+    return llvm::Error::success();
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (deferred_[i])
+      if (auto err = program_.setReductionAddend(names_[i], sums_[i].data()))
+        return err;
+  if (lossDeferred_)
+    return program_.setReductionAddend(program_.outputNames()[0], &lossPartial_);
+  return llvm::Error::success();
+}
+
+void GradientAccumulator::afterRun(int64_t micro, const std::vector<TensorView> &outputs) {
+  bool last = micro + 1 == micro_;
+  float loss = *static_cast<const float *>(outputs[0].data);
+  if (lossDeferred_ && !last) // this rank's partial: reduced with the last micro-batch's
+    lossPartial_ = micro == 0 ? loss : lossPartial_ + loss;
+  else
+    lossSum_ += loss;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    float *g = static_cast<float *>(outputs[outputIndex_[i]].data);
+    if (micro_ == 1 || (deferred_[i] && last)) { // complete: the program's own result
+      grads_[i] = g;
+      continue;
+    }
+    float *acc = sums_[i].data();
+    grads_[i] = acc;
+    int64_t n = numel_[i];
+    if (micro == 0) {
+      std::memcpy(acc, g, static_cast<size_t>(n) * sizeof(float));
+      continue;
+    }
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t k = 0; k < n; ++k)
+      acc[k] += g[k];
+  }
+}
+
+void GradientAccumulator::scale(float c) {
+  for (size_t i = 0; i < grads_.size(); ++i) {
+    float *p = grads_[i];
+    int64_t n = numel_[i];
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t k = 0; k < n; ++k)
+      p[k] *= c;
+  }
+}
+
+} // namespace partita::rt

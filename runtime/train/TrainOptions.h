@@ -1,0 +1,24 @@
+//===- TrainOptions.h - what a training run is asked to do ----------------===//
+//
+// `partita launch`'s training flags parse straight into this struct (see
+// tools/LaunchCommand.cpp for each flag and its checks); the defaults here
+// are the flags' defaults.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "runtime/train/LrSchedule.h"
+#include <string>
+
+namespace partita::rt {
+
+struct TrainOptions {
+  std::string data;                // token ids: .npy, or a flat file of dataDtype
+  std::string dataDtype = "uint16";
+  std::string idsInput;            // the token-id input (default: found by trainingInputRoles)
+  int steps = 0, batch = 0, seq = 0, seed = 0, microBatches = 1;
+  double lr = 1e-3;
+  LrScheduleOptions lrSchedule;
+  double clipNorm = 0;             // 0: no clipping
+  bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
+};
+
+} // namespace partita::rt

@@ -1,0 +1,276 @@
+//===- Trainer.cpp - the training loop of one rank ------------------------===//
+//
+// Per step, the accumulation schedule's actions: forward+backward per
+// micro-batch (gradients summed in the GradientAccumulator; under data
+// parallelism the program all-reduces them over dp itself, in buckets that
+// overlap its backward, once per step), then the mean and global-norm
+// clipping and the AdamW step program updating the forward program's
+// weights in place.
+//===----------------------------------------------------------------------===//
+#include "runtime/train/Trainer.h"
+#include "runtime/schedule/AccumulationSchedule.h"
+#include "runtime/session/InputRoles.h"
+#include "runtime/train/AdamWState.h"
+#include "runtime/train/BatchSampler.h"
+#include "runtime/train/GradientClipping.h"
+#include "runtime/train/GradientAccumulator.h"
+#include "runtime/train/HostTensor.h"
+#include "runtime/train/LossLog.h"
+#include "runtime/train/ParameterOutput.h"
+#include "runtime/train/StepProfile.h"
+#include "llvm/Support/raw_ostream.h"
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace partita::rt {
+
+static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+namespace {
+
+/// The forward program's inputs: the token ids and labels of each
+/// micro-batch, and the inputs that are the same every step (attention
+/// mask, position ids), by role (InputRoles.h).
+struct ForwardFeeds {
+  std::string idsName, labelsName = "labels";
+  llvm::StringMap<Tensor> constants;
+};
+
+llvm::Expected<ForwardFeeds> forwardFeeds(const Program &fwd, const TrainOptions &o) {
+  std::vector<TensorSpec> specs;
+  for (const auto &in : fwd.inputs())
+    specs.push_back({in.name, in.type});
+  auto roles = trainingInputRoles(specs, o.idsInput, o.batch, o.seq);
+  if (!roles)
+    return roles.takeError();
+  ForwardFeeds f;
+  for (const TensorSpec &in : specs) {
+    InputRole role = roles->at(in.name);
+    if (role == InputRole::Ids)
+      f.idsName = in.name;
+    else if (role == InputRole::Labels)
+      f.labelsName = in.name;
+    else
+      f.constants[in.name] = constantFeed(role, in.type);
+  }
+  return f;
+}
+
+class TrainingRun final : public ActionRunner {
+public:
+  TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &stepProgram, TokenFile tokens)
+      : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), stepProgram_(stepProgram), tokens_(std::move(tokens)),
+        schedule_(o.microBatches), profile_(o.profile), dpSize_(session.axisSize("dp")) {}
+  llvm::Error prepare(llvm::StringRef outDir);
+  llvm::Error trainAll(llvm::StringRef outDir);
+  llvm::Error run(const Action &action) override;
+
+private:
+  llvm::Error forwardBackward(const Action &action);
+  llvm::Error reduceGradients();
+  llvm::Error optimizerStep();
+
+  Session &session_;
+  const Plan &plan_;
+  const TrainOptions &o_;
+  Program &fwd_, &stepProgram_;
+  TokenFile tokens_;
+  AccumulationSchedule schedule_;
+  StepProfile profile_;
+  int64_t dpSize_;
+  std::optional<BatchSampler> sampler_;
+  ForwardFeeds feeds_;
+  std::vector<const TensorView *> params_;
+  std::optional<GradientAccumulator> grads_;
+  std::optional<AdamWState> adam_;
+  std::optional<LossLog> log_; // rank 0
+  // The step being run (1-based).
+  int step_ = 0;
+  int64_t microBatchesRun_ = 0; // this step's
+  float loss_ = 0;
+  bool skipped_ = false;
+};
+
+llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
+  auto feeds = forwardFeeds(fwd_, o_);
+  if (!feeds)
+    return feeds.takeError();
+  feeds_ = std::move(*feeds);
+  BatchLayout layout{o_.batch, o_.seq, schedule_.microBatches(), dpSize_, session_.coordinate("dp")};
+  auto sampler = BatchSampler::create(tokens_, layout, o_.seed);
+  if (!sampler)
+    return sampler.takeError();
+  sampler_.emplace(*sampler);
+  for (const std::string &name : plan_.params) {
+    const TensorView *p = fwd_.staticTensor(name);
+    if (!p)
+      return fail("the forward program has no weight '" + name + "'");
+    params_.push_back(p);
+  }
+  if (session_.rank() == 0) {
+    auto log = LossLog::open(outDir, o_.steps, o_.progressBar);
+    if (!log)
+      return log.takeError();
+    log_.emplace(std::move(*log));
+  }
+  std::vector<std::string> gradOutputs;
+  std::vector<int64_t> numel;
+  const auto &outs = fwd_.outputNames();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    gradOutputs.push_back("grad." + plan_.params[i]);
+    if (std::find(outs.begin(), outs.end(), gradOutputs.back()) == outs.end())
+      return fail("the forward program has no gradient output for '" + plan_.params[i] + "'");
+    numel.push_back(params_[i]->numel());
+  }
+  auto adam = AdamWState::create(stepProgram_, params_, plan_.optimizer);
+  if (!adam)
+    return adam.takeError();
+  adam_.emplace(std::move(*adam));
+  grads_.emplace(fwd_, std::move(gradOutputs), std::move(numel), schedule_.microBatches());
+  fwd_.setOverlapCollectives(!o_.noOverlap);
+  fwd_.setProfiling(o_.profile, o_.profileByNode);
+  stepProgram_.setProfiling(o_.profile, o_.profileByNode);
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::run(const Action &action) {
+  switch (action.kind) {
+  case Action::Kind::ForwardBackward:
+    return forwardBackward(action);
+  case Action::Kind::ReduceGradients:
+    return reduceGradients();
+  case Action::Kind::OptimizerStep:
+    return skipped_ ? llvm::Error::success() : optimizerStep();
+  case Action::Kind::Forward:
+  case Action::Kind::Backward:
+    break;
+  }
+  return fail(llvm::Twine("the training loop has no separate ") + actionName(action.kind) +
+              " program yet (the forward program computes the gradients)");
+}
+
+llvm::Error TrainingRun::forwardBackward(const Action &action) {
+  // Global batch of a step: dp x micro-batches x B sequences; this replica
+  // takes its dp block, micro-batch by micro-batch.
+  std::vector<int64_t> ids, labels;
+  if (auto err = sampler_->fill(step_, action.microBatch, plan_.vocab, ids, labels))
+    return err;
+  Tensor idsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids),
+         labelsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
+  llvm::StringMap<TensorView> feeds;
+  feeds[feeds_.idsName] = viewOf(idsT);
+  feeds[feeds_.labelsName] = viewOf(labelsT);
+  for (const auto &c : feeds_.constants)
+    feeds[c.getKey()] = viewOf(c.getValue());
+  if (auto err = grads_->beforeRun(action.microBatch))
+    return err;
+  auto outs = fwd_.run(feeds);
+  if (!outs)
+    return outs.takeError();
+  grads_->afterRun(action.microBatch, *outs);
+  ++microBatchesRun_;
+  profile_.phase("forward+backward");
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::reduceGradients() {
+  // The program reduced them (and the loss: the global batch's) in its last
+  // micro-batch; what is left is the mean over the micro-batches.
+  loss_ = static_cast<float>(grads_->lossSum() / microBatchesRun_);
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::optimizerStep() {
+  // Gradients are sums over M micro-batches (each the global batch's mean
+  // gradient): one pass scales them to the mean and applies the clipping
+  // coefficient.
+  double coef = 1.0 / static_cast<double>(microBatchesRun_);
+  if (o_.clipNorm > 0) {
+    std::vector<GradientShard> grads;
+    for (size_t i = 0; i < params_.size(); ++i)
+      grads.push_back({grads_->gradient(i), params_[i]->numel(),
+                       i < plan_.paramSharded.size() && plan_.paramSharded[i]});
+    auto norm = globalGradientNorm(grads, session_.group("tp"), coef);
+    if (!norm)
+      return norm.takeError();
+    if (!std::isfinite(*norm)) {
+      if (!o_.skipNonfinite)
+        return fail("step " + llvm::Twine(step_) + ": the gradient norm is not finite; stopping");
+      if (log_)
+        log_->skipped(step_, ": gradient norm not finite, update skipped");
+      skipped_ = true;
+      return llvm::Error::success();
+    }
+    coef *= clipCoefficient(*norm, o_.clipNorm);
+  }
+  if (coef != 1.0)
+    grads_->scale(static_cast<float>(coef));
+  if (!std::isfinite(loss_)) {
+    if (!o_.skipNonfinite)
+      return fail("step " + llvm::Twine(step_) + ": the loss is not finite (" + std::to_string(loss_) +
+                  "); stopping (--skip-nonfinite skips such steps)");
+    if (log_)
+      log_->skipped(step_, "  loss " + std::to_string(loss_) + ": not finite, update skipped");
+    skipped_ = true;
+    return llvm::Error::success();
+  }
+  profile_.phase("gradient scale/clip");
+  std::vector<float *> grads;
+  for (size_t i = 0; i < params_.size(); ++i)
+    grads.push_back(grads_->gradient(i));
+  float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, step_ - 1, o_.steps));
+  if (auto err = adam_->apply(step_, lr, grads))
+    return err;
+  fwd_.weightsChanged();
+  profile_.phase("optimizer step");
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  for (step_ = 1; step_ <= o_.steps; ++step_) {
+    auto stepStart = Clock::now();
+    profile_.beginStep(step_);
+    microBatchesRun_ = 0;
+    skipped_ = false;
+    if (auto err = runStep(schedule_, *this))
+      return err;
+    if (skipped_)
+      continue;
+    if (step_ == 1) { // the first step includes one-time set-up
+      fwd_.clearProfile();
+      stepProgram_.clearProfile();
+    }
+    if (log_) {
+      double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      double secs = std::chrono::duration<double>(Clock::now() - stepStart).count();
+      int64_t tokens = int64_t{o_.batch} * o_.seq * microBatchesRun_ * dpSize_;
+      double tps = static_cast<double>(tokens) / std::max(secs, 1e-9);
+      log_->record(step_, loss_, tps, elapsed);
+    }
+  }
+  if (o_.profile && session_.rank() == 0 && o_.steps > 1)
+    profile_.print(llvm::outs(), o_.steps, {{"forward+backward program", &fwd_}, {"optimizer program", &stepProgram_}},
+                   o_.profileByNode);
+  return writeParameterShards(outDir, session_.rank(), plan_.params, params_);
+}
+
+} // namespace
+
+llvm::Error train(Session &session, const TrainOptions &o, llvm::StringRef outDir) {
+  Program *fwd = session.program("forward"), *step = session.program("step");
+  if (!fwd || !step)
+    return fail("the plan gives rank " + llvm::Twine(session.rank()) +
+                " no forward and step programs: compile it with --train");
+  auto tokens = TokenFile::open(o.data, o.dataDtype);
+  if (!tokens)
+    return tokens.takeError();
+  TrainingRun run(session, o, *fwd, *step, std::move(*tokens));
+  if (auto err = run.prepare(outDir))
+    return err;
+  return run.trainAll(outDir);
+}
+
+} // namespace partita::rt

@@ -1,0 +1,18 @@
+//===- Trainer.h - the training loop of one rank --------------------------===//
+//
+// Runs the accumulation schedule for every step on the session's "forward"
+// (loss and gradients) and "step" (AdamW) programs, feeding each micro-batch
+// from the batch sampler; rank 0 logs each step, every rank writes its
+// parameter shards at the end.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "runtime/session/Session.h"
+#include "runtime/train/TrainOptions.h"
+
+namespace partita::rt {
+
+/// Trains this rank of a --train plan; every rank of the job calls it. Rank 0
+/// writes outDir/loss.csv, rank k its shards into outDir/rank<k>.
+llvm::Error train(Session &session, const TrainOptions &options, llvm::StringRef outDir);
+
+} // namespace partita::rt

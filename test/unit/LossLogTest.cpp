@@ -1,0 +1,52 @@
+// loss.csv's header and rows, and the parameter shards a rank writes.
+#include "runtime/io/Npy.h"
+#include "runtime/train/LossLog.h"
+#include "runtime/train/ParameterOutput.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include <gtest/gtest.h>
+
+using namespace partita;
+using namespace partita::rt;
+
+namespace {
+struct TempDir {
+  llvm::SmallString<128> path;
+  TempDir() { EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("partita-train", path)); }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+  std::string file(llvm::StringRef rel) const {
+    llvm::SmallString<128> p(path);
+    llvm::sys::path::append(p, rel);
+    return p.str().str();
+  }
+};
+} // namespace
+
+TEST(LossLog, WritesAHeaderAndARowPerStep) {
+  TempDir dir;
+  {
+    auto log = LossLog::open(dir.file("out"), 2, /*progressBar=*/false);
+    ASSERT_TRUE(static_cast<bool>(log)) << llvm::toString(log.takeError());
+    testing::internal::CaptureStdout();
+    log->record(1, 5.5f, 1234.56, 0.5);
+    log->record(2, 4.25f, 99.0, 1.25);
+    EXPECT_EQ(testing::internal::GetCapturedStdout(),
+              "step 1/2  loss 5.500000  1235 tokens/s  0.50 s\nstep 2/2  loss 4.250000  99 tokens/s  1.25 s\n");
+  }
+  auto csv = llvm::MemoryBuffer::getFile(dir.file("out/loss.csv"));
+  ASSERT_TRUE(static_cast<bool>(csv));
+  EXPECT_EQ((*csv)->getBuffer().str(),
+            "step,loss,tokens_per_s,elapsed_s\n1,5.50000000,1234.6,0.500\n2,4.25000000,99.0,1.250\n");
+}
+
+TEST(ParameterOutput, WritesEachShardUnderItsRank) {
+  TempDir dir;
+  std::vector<float> w = {1, 2, 3, 4, 5, 6};
+  TensorView v{DType::F32, {2, 3}, w.data()};
+  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(dir.path, 3, {"fc.w"}, {&v})));
+  auto t = readNpy(dir.file("rank3/fc.w.npy"));
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  EXPECT_EQ(t->shape(), (Shape{2, 3}));
+  EXPECT_EQ(std::vector<float>(reinterpret_cast<const float *>(t->data()), reinterpret_cast<const float *>(t->data()) + 6), w);
+}
