@@ -96,7 +96,7 @@ void registerCollectiveKernels(KernelRegistry &r) {
                                                {"partita.ReduceScatter", Coll::ReduceScatter}};
   for (const auto &[op, kind] : ops) {
     Coll k = kind;
-    r.add(op, DeviceKind::CPU, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    r.add(op, kCpuDevice, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
       if (n.intAttr("parts", 0) < 1)
         return kernelError(n, "collective without a group size (run localize before loading)");
       return std::unique_ptr<Kernel>(new CollectiveKernel(n, k));
