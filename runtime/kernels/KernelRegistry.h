@@ -18,7 +18,9 @@ public:
 
   /// Adds a backend's kernel set to the registry get() builds. Define one
   /// per backend at namespace scope:
-  ///   static KernelRegistry::Registrar cpuKernels(registerCpuKernels);
+  ///   KernelRegistry::Registrar cudaKernels(registerCudaKernels);
+  /// In a static library nothing refers to it: keep it in the link by its
+  /// symbol, as runtime/CMakeLists.txt does for the CPU's.
   struct Registrar {
     explicit Registrar(void (*registerKernels)(KernelRegistry &));
   };
