@@ -40,7 +40,7 @@ static std::string path(llvm::StringRef rel) { return inDir(dir, rel); }
 /// written (nothing runs, and copies are dropped).
 class SizingDevice final : public rt::Device {
 public:
-  rt::DeviceKind kind() const override { return rt::DeviceKind::CPU; }
+  rt::DeviceType kind() const override { return rt::kCpuDevice; }
   std::string name() const override { return "sizing"; }
   void *allocate(size_t) override { return reinterpret_cast<void *>(alignment()); }
   void deallocate(void *) override {}

@@ -5,6 +5,9 @@
 // work on rank-major blocks (block r belongs to rank r), as MPI and NCCL do.
 // Backends: MPI (CPU; here), NCCL (GPU; bootstrapped over MPI).
 //
+// Every operation also has a non-blocking form (start*, then wait or test).
+// Communicators come from a factory by backend name (CommunicatorFactory.h).
+//
 // Every MPI wait has a deadline (the collective watchdog, Watchdog.h): a
 // collective or receive that does not complete in time returns an error that
 // names the ranks of the group that never arrived. After such an error the
@@ -38,12 +41,39 @@ public:
   virtual llvm::Error send(const void *buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual llvm::Error recv(void *buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual llvm::Error barrier() = 0;
-  /// Non-blocking in-place sum: returns a handle for wait().
-  virtual llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) = 0;
+
+  // Non-blocking forms of the above: each returns a handle for wait() or
+  // test(), and its buffers belong to the communicator until the operation
+  // finished. Every member starts the same collectives in the same order (as
+  // MPI and NCCL require), all blocking or all non-blocking, and may wait for
+  // them in any order; a handle is reused once its operation finished.
+
+  /// Non-blocking in-place sum.
+  llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) {
+    return startAllReduce(buf, count, dtype, ReduceOp::Sum);
+  }
+  virtual llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype, ReduceOp op) = 0;
+  virtual llvm::Expected<int> startAllGather(const void *send, void *recv, size_t count, DType dtype) = 0;
+  virtual llvm::Expected<int> startReduceScatter(const void *send, void *recv, size_t count, DType dtype) = 0;
+  virtual llvm::Expected<int> startBroadcast(void *buf, size_t count, DType dtype, int root) = 0;
+  virtual llvm::Expected<int> startSend(const void *buf, size_t count, DType dtype, int peer, int tag) = 0;
+  virtual llvm::Expected<int> startRecv(void *buf, size_t count, DType dtype, int peer, int tag) = 0;
+  virtual llvm::Expected<int> startBarrier() = 0;
+  /// Blocks until the operation finished, under the deadline of a blocking
+  /// call (an error names the ranks that did not arrive).
   virtual llvm::Error wait(int handle) = 0;
+  /// True when the operation finished (its handle is then free, as after
+  /// wait()); never blocks and has no deadline.
+  virtual llvm::Expected<bool> test(int handle) = 0;
   /// Lets started non-blocking operations advance (MPI moves them only inside
   /// MPI calls): call it now and then while computing.
   virtual void progress() = 0;
+
+  /// The sub-group of the members that pass the same `color`, ranked by
+  /// `key` (collective over this group); `name` (a mesh axis) is what
+  /// diagnostics call it.
+  virtual llvm::Expected<std::unique_ptr<Communicator>> splitGroup(int color, int key,
+                                                                   llvm::StringRef name) const = 0;
 };
 
 /// Communicators a program's collectives use, by mesh axis name.
@@ -86,14 +116,30 @@ public:
   llvm::Error send(const void *buf, size_t count, DType dtype, int peer, int tag) override;
   llvm::Error recv(void *buf, size_t count, DType dtype, int peer, int tag) override;
   llvm::Error barrier() override;
-  llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype) override;
+  using Communicator::startAllReduce;
+  llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype, ReduceOp op) override;
+  llvm::Expected<int> startAllGather(const void *send, void *recv, size_t count, DType dtype) override;
+  llvm::Expected<int> startReduceScatter(const void *send, void *recv, size_t count, DType dtype) override;
+  llvm::Expected<int> startBroadcast(void *buf, size_t count, DType dtype, int root) override;
+  llvm::Expected<int> startSend(const void *buf, size_t count, DType dtype, int peer, int tag) override;
+  llvm::Expected<int> startRecv(void *buf, size_t count, DType dtype, int peer, int tag) override;
+  llvm::Expected<int> startBarrier() override;
   llvm::Error wait(int handle) override;
+  llvm::Expected<bool> test(int handle) override;
   void progress() override;
+  llvm::Expected<std::unique_ptr<Communicator>> splitGroup(int color, int key, llvm::StringRef name) const override;
 
 private:
-  struct Pending; // a started all-reduce: its request and sequence number
-  std::vector<Pending *> requests_; // by handle; null once waited for
+  struct Pending; // a started operation: its request, what it is and whom it waits for
+  std::vector<std::unique_ptr<Pending>> requests_; // by handle; null once finished
   MpiCommunicator(void *comm, bool owned, std::shared_ptr<Watchdog> watchdog, llvm::StringRef name);
+  /// A started collective of this group (it arrives in the watchdog's table)
+  /// or a point-to-point operation with `peer`.
+  std::unique_ptr<Pending> pending(int op, int peer = -1, int tag = 0);
+  /// The handle of `p`, whose MPI call returned `rc`.
+  llvm::Expected<int> track(std::unique_ptr<Pending> p, int rc, const char *what);
+  /// The started operation of `handle`, or null.
+  Pending *find(int handle) const;
   /// Waits for `request` (an MPI_Request) under the watchdog.
   llvm::Error finish(void *request, int op, int64_t seq, int peer = -1, int tag = 0);
   /// A blocking collective: waits for every member to arrive, then `call`.

@@ -2,9 +2,11 @@
 //
 // A collective waits (sleeping, with a deadline) until every member has
 // arrived, then makes the blocking MPI call; point-to-point operations and
-// started all-reduces are polled by Watchdog::wait. See Watchdog.h.
+// started (non-blocking) operations are polled by Watchdog::wait. See
+// Watchdog.h.
 //===----------------------------------------------------------------------===//
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/CommunicatorFactory.h"
 #include "runtime/comm/Watchdog.h"
 #include <algorithm>
 #include <mpi.h>
@@ -39,7 +41,9 @@ llvm::Error check(int rc, const char *what) {
 
 struct MpiCommunicator::Pending {
   MPI_Request request = MPI_REQUEST_NULL;
-  int64_t seq = 0;
+  CommOp op = CommOp::None;
+  int64_t seq = 0; // in the group's collectives; 0 for point-to-point
+  int peer = -1, tag = 0;
 };
 
 MpiCommunicator::MpiCommunicator(void *comm, bool owned, std::shared_ptr<Watchdog> watchdog, llvm::StringRef name)
@@ -60,8 +64,6 @@ MpiCommunicator::MpiCommunicator(void *comm, bool owned, std::shared_ptr<Watchdo
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  for (Pending *p : requests_)
-    delete p;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owned_ && !finalized)
@@ -167,31 +169,100 @@ llvm::Error MpiCommunicator::barrier() {
   return collective(static_cast<int>(CommOp::Barrier), "MPI_Barrier", [&] { return MPI_Barrier(asComm(comm_)); });
 }
 
-llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DType dtype) {
+std::unique_ptr<MpiCommunicator::Pending> MpiCommunicator::pending(int op, int peer, int tag) {
+  auto p = std::make_unique<Pending>();
+  p->op = static_cast<CommOp>(op);
+  p->peer = peer;
+  p->tag = tag;
+  if (peer < 0)
+    p->seq = watchdog_->arrive(group_);
+  else
+    watchdog_->heartbeat();
+  return p;
+}
+
+llvm::Expected<int> MpiCommunicator::track(std::unique_ptr<Pending> p, int rc, const char *what) {
+  if (auto err = check(rc, what))
+    return std::move(err);
+  // Handles are slots, reused once finished.
+  auto free = std::find(requests_.begin(), requests_.end(), nullptr);
+  if (free != requests_.end()) {
+    *free = std::move(p);
+    return static_cast<int>(free - requests_.begin());
+  }
+  requests_.push_back(std::move(p));
+  return static_cast<int>(requests_.size() - 1);
+}
+
+MpiCommunicator::Pending *MpiCommunicator::find(int handle) const {
+  return handle >= 0 && handle < static_cast<int>(requests_.size()) ? requests_[handle].get() : nullptr;
+}
+
+llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DType dtype, ReduceOp op) {
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
-  auto *p = new Pending;
-  p->seq = watchdog_->arrive(group_);
-  if (auto err = check(MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, MPI_SUM, asComm(comm_),
-                                      &p->request),
-                       "MPI_Iallreduce")) {
-    delete p;
-    return std::move(err);
-  }
-  // Handles are slots, reused once waited for.
-  auto free = std::find(requests_.begin(), requests_.end(), nullptr);
-  if (free != requests_.end()) {
-    *free = p;
-    return static_cast<int>(free - requests_.begin());
-  }
-  requests_.push_back(p);
-  return static_cast<int>(requests_.size() - 1);
+  auto p = pending(static_cast<int>(CommOp::AllReduce));
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
+                          asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Iallreduce");
+}
+
+llvm::Expected<int> MpiCommunicator::startAllGather(const void *send, void *recv, size_t count, DType dtype) {
+  auto t = mpiType(dtype);
+  if (!t)
+    return t.takeError();
+  auto p = pending(static_cast<int>(CommOp::AllGather));
+  int n = static_cast<int>(count);
+  int rc = MPI_Iallgather(send, n, *t, recv, n, *t, asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Iallgather");
+}
+
+llvm::Expected<int> MpiCommunicator::startReduceScatter(const void *send, void *recv, size_t count, DType dtype) {
+  auto t = mpiType(dtype);
+  if (!t)
+    return t.takeError();
+  auto p = pending(static_cast<int>(CommOp::ReduceScatter));
+  int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Ireduce_scatter_block");
+}
+
+llvm::Expected<int> MpiCommunicator::startBroadcast(void *buf, size_t count, DType dtype, int root) {
+  auto t = mpiType(dtype);
+  if (!t)
+    return t.takeError();
+  auto p = pending(static_cast<int>(CommOp::Broadcast));
+  int rc = MPI_Ibcast(buf, static_cast<int>(count), *t, root, asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Ibcast");
+}
+
+llvm::Expected<int> MpiCommunicator::startSend(const void *buf, size_t count, DType dtype, int peer, int tag) {
+  auto t = mpiType(dtype);
+  if (!t)
+    return t.takeError();
+  auto p = pending(static_cast<int>(CommOp::Send), peer, tag);
+  int rc = MPI_Isend(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Isend");
+}
+
+llvm::Expected<int> MpiCommunicator::startRecv(void *buf, size_t count, DType dtype, int peer, int tag) {
+  auto t = mpiType(dtype);
+  if (!t)
+    return t.takeError();
+  auto p = pending(static_cast<int>(CommOp::Recv), peer, tag);
+  int rc = MPI_Irecv(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Irecv");
+}
+
+llvm::Expected<int> MpiCommunicator::startBarrier() {
+  auto p = pending(static_cast<int>(CommOp::Barrier));
+  int rc = MPI_Ibarrier(asComm(comm_), &p->request);
+  return track(std::move(p), rc, "MPI_Ibarrier");
 }
 
 void MpiCommunicator::progress() {
   watchdog_->heartbeat();
-  for (Pending *p : requests_) {
+  for (const auto &p : requests_) {
     int done = 0;
     if (p && p->request != MPI_REQUEST_NULL)
       MPI_Test(&p->request, &done, MPI_STATUS_IGNORE); // a completed request becomes MPI_REQUEST_NULL
@@ -199,15 +270,49 @@ void MpiCommunicator::progress() {
 }
 
 llvm::Error MpiCommunicator::wait(int handle) {
-  Pending *p = requests_.at(handle);
+  Pending *p = find(handle);
   if (!p)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "wait on a finished handle");
-  llvm::Error err = finish(&p->request, static_cast<int>(CommOp::AllReduce), p->seq);
+  llvm::Error err = finish(&p->request, static_cast<int>(p->op), p->seq, p->peer, p->tag);
   if (err) // still pending in MPI: keep the request (the rank aborts)
     return err;
-  delete p;
-  requests_[handle] = nullptr;
+  requests_[handle].reset();
   return err;
+}
+
+llvm::Expected<bool> MpiCommunicator::test(int handle) {
+  Pending *p = find(handle);
+  if (!p)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "test of a finished handle");
+  watchdog_->heartbeat();
+  int done = 0;
+  if (auto err = check(MPI_Test(&p->request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
+    return std::move(err);
+  if (done)
+    requests_[handle].reset();
+  return done != 0;
+}
+
+llvm::Expected<std::unique_ptr<Communicator>> MpiCommunicator::splitGroup(int color, int key,
+                                                                          llvm::StringRef name) const {
+  auto group = split(color, key, name);
+  if (!group)
+    return group.takeError();
+  return std::unique_ptr<Communicator>(std::move(*group));
+}
+
+// The "mpi" backend of makeWorldCommunicator. Kept in every binary that
+// links the runtime by this (unmangled) name: see runtime/CMakeLists.txt.
+extern "C" {
+CommunicatorRegistrar partita_mpi_communicator(
+    "mpi", [](const CommunicatorOptions &options) -> llvm::Expected<std::unique_ptr<Communicator>> {
+      int initialized = 0;
+      MPI_Initialized(&initialized);
+      if (!initialized)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "the mpi communicator needs MPI initialised first (MPI_Init)");
+      return std::unique_ptr<Communicator>(MpiCommunicator::world(options.timeoutSeconds));
+    });
 }
 
 } // namespace partita::rt

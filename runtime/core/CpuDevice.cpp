@@ -8,8 +8,6 @@
 
 namespace partita::rt {
 
-const char *deviceKindName(DeviceKind k) { return k == DeviceKind::CPU ? "cpu" : "cuda"; }
-
 CpuDevice::CpuDevice() {
 #if defined(__SSE__)
   auto ftz = [] { _mm_setcsr(_mm_getcsr() | 0x8040); }; // FTZ | DAZ

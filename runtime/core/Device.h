@@ -1,24 +1,86 @@
 //===- Device.h - where tensors live and kernels run -----------------------===//
 //
-// The executor only allocates, frees and copies through this interface; CPU
-// and (later) CUDA devices implement it. Nothing outside a device's own kernels
-// assumes host-addressable memory.
+// The executor only allocates, frees, copies and offsets into device memory
+// through this interface; CPU and (later) CUDA devices implement it. Nothing
+// outside a device's own kernels assumes host-addressable memory: a device
+// address is an opaque handle that only the device (offset, copies) and its
+// kernels interpret.
+//
+// Device types are open: a backend names its type (DeviceType{"cpu"}) and
+// registers its kernels under that name (KernelRegistry::Registrar); no list
+// of devices exists anywhere else.
+//
+// Streams and events. A Stream is an ordered queue of device work: kernels and
+// device-side copies enqueued on one stream run in the order they were
+// enqueued; work on different streams may run concurrently (a CUDA device puts
+// compute on one stream and communication on another so they overlap). The
+// only ordering between streams is through events:
+//   - Event::record(s) captures the work enqueued on s so far; the event
+//     completes when that work has finished. Recording again re-captures.
+//   - Stream::wait(e) makes work enqueued on the stream after the call start
+//     only once e has completed; the host does not block.
+//   - synchronize() (of a stream, an event or the whole device) blocks the
+//     host until the captured work has finished; query() asks without
+//     blocking (true: finished; an event never recorded counts as finished).
+// Host-side calls (allocate, deallocate, copyFromHost, copyToHost,
+// copyOnDevice) are synchronous: when they return the bytes are in place and
+// the source may be reused; they are ordered after all work enqueued before.
+// A device whose work is done when the call returns (the CPU) keeps the
+// default, trivial streams and events: every record, wait and synchronize is
+// a no-op and every query is true.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "llvm/ADT/StringRef.h"
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace partita::rt {
 
-enum class DeviceKind { CPU, CUDA };
+/// A kind of device, identified by the name its backend registers its kernels
+/// under ("cpu", later "cuda"). Two types are equal when their names are.
+class DeviceType {
+public:
+  explicit constexpr DeviceType(const char *name) : name_(name) {}
+  llvm::StringRef name() const { return name_; }
+  friend bool operator==(DeviceType a, DeviceType b) { return a.name() == b.name(); }
+  friend bool operator!=(DeviceType a, DeviceType b) { return !(a == b); }
 
-const char *deviceKindName(DeviceKind k);
+private:
+  const char *name_;
+};
+
+class Event;
+
+/// An ordered queue of device work (see the contract above).
+class Stream {
+public:
+  virtual ~Stream() = default;
+  /// Work enqueued after this call waits for `event`; the host does not block.
+  virtual void wait(const Event &event) = 0;
+  /// Blocks until everything enqueued so far has finished.
+  virtual void synchronize() = 0;
+  /// True when everything enqueued so far has finished; never blocks.
+  virtual bool query() const = 0;
+};
+
+/// A point in a stream's work (see the contract above).
+class Event {
+public:
+  virtual ~Event() = default;
+  /// Captures the work enqueued on `stream` so far.
+  virtual void record(Stream &stream) = 0;
+  /// Blocks until the captured work has finished.
+  virtual void synchronize() = 0;
+  /// True when the captured work has finished (or nothing was recorded).
+  virtual bool query() const = 0;
+};
 
 class Device {
 public:
   virtual ~Device() = default;
-  virtual DeviceKind kind() const = 0;
+  virtual DeviceType kind() const = 0;
   virtual std::string name() const = 0;
   /// Memory aligned to `alignment()`; nullptr when out of memory.
   virtual void *allocate(size_t bytes) = 0;
@@ -26,19 +88,34 @@ public:
   virtual void copyFromHost(void *dst, const void *src, size_t bytes) = 0;
   virtual void copyToHost(void *dst, const void *src, size_t bytes) = 0;
   virtual void copyOnDevice(void *dst, const void *src, size_t bytes) = 0;
-  /// Waits for queued work (a no-op on the CPU).
+  /// The address `bytes` into the allocation at `base` (the executor places
+  /// its buffers in one arena through this). The default is linear
+  /// addressing, as host and CUDA memory have; a device whose addresses are
+  /// handles overrides it.
+  virtual void *offset(void *base, size_t bytes) const { return static_cast<char *>(base) + bytes; }
+
+  /// The stream kernels run on unless told otherwise.
+  virtual Stream &defaultStream();
+  /// A new stream (e.g. for communication), independent of the default one.
+  virtual std::unique_ptr<Stream> createStream();
+  virtual std::unique_ptr<Event> createEvent();
+  /// Waits for queued work on every stream of the device.
   virtual void synchronize() {}
   static constexpr size_t alignment() { return 64; }
 };
 
-/// The host CPU; kernels run on the calling thread plus an OpenMP team.
+/// The host CPU's device type: its kernels are in runtime/cpu.
+inline constexpr DeviceType kCpuDevice{"cpu"};
+
+/// The host CPU; kernels run on the calling thread plus an OpenMP team, so
+/// its streams and events are the trivial ones.
 class CpuDevice final : public Device {
 public:
   /// Sets flush-to-zero / denormals-are-zero on this thread and the OpenMP
   /// team: float denormals (e.g. softmax probabilities of very unlikely
   /// tokens in a backward pass) otherwise slow GEMMs down a hundredfold.
   CpuDevice();
-  DeviceKind kind() const override { return DeviceKind::CPU; }
+  DeviceType kind() const override { return kCpuDevice; }
   std::string name() const override { return "cpu"; }
   void *allocate(size_t bytes) override;
   void deallocate(void *p) override;

@@ -182,7 +182,7 @@ void registerCollectiveKernels(KernelRegistry &r) {
                                                {"partita.ReduceScatter", Coll::ReduceScatter}};
   for (const auto &[op, kind] : ops) {
     Coll k = kind;
-    r.add(op, DeviceKind::CPU, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    r.add(op, kCpuDevice, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
       if (n.intAttr("parts", 0) < 1)
         return kernelError(n, "collective without a group size (run localize before loading)");
       for (size_t i = 1; i < n.numInputs(); ++i)

@@ -3,7 +3,7 @@
 
 namespace partita::rt {
 
-void registerCpuKernels(KernelRegistry &r) {
+static void registerCpuKernels(KernelRegistry &r) {
   // Fallbacks first: the specialised families below replace them op by op.
   cpu::registerFallbackKernels(r);
   cpu::registerGemmKernels(r);
@@ -14,6 +14,12 @@ void registerCpuKernels(KernelRegistry &r) {
   cpu::registerReduceKernels(r);
   cpu::registerOptimizerKernels(r);
   cpu::registerFusedElementwiseKernel(r);
+}
+
+// Nothing calls into this file: runtime/CMakeLists.txt has every binary that
+// links the runtime keep it by this (unmangled) name.
+extern "C" {
+KernelRegistry::Registrar partita_cpu_kernels(registerCpuKernels);
 }
 
 namespace cpu {

@@ -32,7 +32,7 @@ private:
 };
 
 template <typename F> void addUnary(KernelRegistry &r, llvm::StringRef op, F f) {
-  r.add(op, DeviceKind::CPU, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add(op, kCpuDevice, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (!allOfType(n, DType::F32))
       return makeFallbackKernel(n);
     return std::unique_ptr<Kernel>(new UnaryKernel<F>(f));
@@ -95,7 +95,7 @@ private:
 };
 
 template <typename F> void addBinary(KernelRegistry &r, llvm::StringRef op, F f) {
-  r.add(op, DeviceKind::CPU, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add(op, kCpuDevice, [f](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (!allOfType(n, DType::F32) || n.numInputs() != 2)
       return makeFallbackKernel(n);
     return std::unique_ptr<Kernel>(
@@ -225,7 +225,7 @@ void registerElementwiseKernels(KernelRegistry &r) {
   addBinary(r, "Max", [](float a, float b) { return std::max(a, b); });
   addBinary(r, "Min", [](float a, float b) { return std::min(a, b); });
   addBinary(r, "Pow", [](float a, float b) { return power(a, b); });
-  r.add("Cast", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Cast", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     DType from = n.input(0)->type().dtype, to = n.output()->type().dtype;
     // Float-to-integer casts of out-of-range values are left to the reference.
     bool floatToInt = (from == DType::F32 || from == DType::F64) && (to == DType::I64 || to == DType::I32);
@@ -233,7 +233,7 @@ void registerElementwiseKernels(KernelRegistry &r) {
       return std::move(k);
     return makeFallbackKernel(n);
   });
-  r.add("Equal", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Equal", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     DType t = n.input(0)->type().dtype;
     if (n.input(1)->type().dtype == t && t == DType::I64)
       return std::unique_ptr<Kernel>(new IntEqualKernel<int64_t>(n));
@@ -241,7 +241,7 @@ void registerElementwiseKernels(KernelRegistry &r) {
       return std::unique_ptr<Kernel>(new IntEqualKernel<int32_t>(n));
     return makeFallbackKernel(n);
   });
-  r.add("Where", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Where", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (n.output()->type().dtype != DType::F32)
       return makeFallbackKernel(n);
     return std::unique_ptr<Kernel>(new WhereKernel(n));

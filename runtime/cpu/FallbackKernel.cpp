@@ -54,7 +54,7 @@ void registerFallbackKernels(KernelRegistry &r) {
   for (const std::string &op : OpRegistry::get().names()) {
     const OpInfo *info = OpRegistry::get().find(op);
     if (info->eval && op != "Constant" && op != "Weight")
-      r.add(op, DeviceKind::CPU, makeFallbackKernel);
+      r.add(op, kCpuDevice, makeFallbackKernel);
   }
 }
 

@@ -239,7 +239,7 @@ private:
 } // namespace
 
 void registerFusedElementwiseKernel(KernelRegistry &r) {
-  r.setClusterFusion(DeviceKind::CPU, ClusterFusion{fusible, [](const ElementwiseCluster &c) {
+  r.setClusterFusion(kCpuDevice, ClusterFusion{fusible, [](const ElementwiseCluster &c) {
                                                       return FusedElementwiseKernel::create(c);
                                                     }});
 }

@@ -310,17 +310,17 @@ llvm::Expected<std::unique_ptr<Kernel>> makeGemm(const Node &n) {
 } // namespace
 
 void registerGemmKernels(KernelRegistry &r) {
-  r.add("MatMul", DeviceKind::CPU, makeMatMul);
-  r.add("partita.Linear", DeviceKind::CPU, makeMatMul);
-  r.add("Gemm", DeviceKind::CPU, makeGemm);
+  r.add("MatMul", kCpuDevice, makeMatMul);
+  r.add("partita.Linear", kCpuDevice, makeMatMul);
+  r.add("Gemm", kCpuDevice, makeGemm);
   for (const char *producer : {"MatMul", "partita.Linear"}) {
     // Activations fused as oneDNN post-ops; a Transpose of the product by
     // writing it through strides (attention's heads back to [B, T, H, D]).
     for (const char *consumer : {"partita.Gelu", "partita.FastGelu", "Relu", "Transpose"})
-      r.addEpilogue(producer, consumer, DeviceKind::CPU,
+      r.addEpilogue(producer, consumer, kCpuDevice,
                     [](const Node &p, const Node &c) { return makeMatMulWith(p, {}, &c); });
     // Transposed operands read through strides (the backward pass's dW = x^T dy).
-    r.addOperandFusion(producer, "Transpose", DeviceKind::CPU, makeMatMulWith);
+    r.addOperandFusion(producer, "Transpose", kCpuDevice, makeMatMulWith);
   }
 }
 

@@ -284,8 +284,8 @@ llvm::Expected<std::unique_ptr<Kernel>> makeCopy(const Node &) { return std::mak
 
 void registerMovementKernels(KernelRegistry &r) {
   for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten"})
-    r.add(op, DeviceKind::CPU, makeCopy);
-  r.add("Dropout", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    r.add(op, kCpuDevice, makeCopy);
+  r.add("Dropout", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     // Training mode with ratio 0 is still the identity; a real drop needs a
     // random generator, which this runtime does not have yet.
     if (n.input(2)) {
@@ -297,26 +297,26 @@ void registerMovementKernels(KernelRegistry &r) {
     }
     return std::make_unique<CopyKernel>();
   });
-  r.add("Transpose", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Transpose", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(
         new TransposeKernel(n.input(0)->type().shape, transposePerm(n), dtypeSize(n.input(0)->type().dtype)));
   });
-  r.add("Gather", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Gather", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new GatherKernel(n));
   });
-  r.add("Slice", DeviceKind::CPU, SliceKernel::create);
-  r.add("partita.EmbeddingGrad", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Slice", kCpuDevice, SliceKernel::create);
+  r.add("partita.EmbeddingGrad", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (n.output()->type().dtype != DType::F32)
       return makeFallbackKernel(n);
     return std::unique_ptr<Kernel>(new EmbeddingGradKernel(n));
   });
-  r.add("Concat", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Concat", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new AxisBlocksKernel(n, true));
   });
-  r.add("Split", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Split", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new AxisBlocksKernel(n, false));
   });
-  r.add("Expand", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Expand", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     return std::unique_ptr<Kernel>(new ExpandKernel(n));
   });
 }

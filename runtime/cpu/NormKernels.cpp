@@ -147,9 +147,9 @@ llvm::Expected<std::unique_ptr<Kernel>> makeSoftmax(const Node &n, bool log) {
 } // namespace
 
 void registerNormKernels(KernelRegistry &r) {
-  r.add("Softmax", DeviceKind::CPU, [](const Node &n) { return makeSoftmax(n, false); });
-  r.add("LogSoftmax", DeviceKind::CPU, [](const Node &n) { return makeSoftmax(n, true); });
-  r.add("LayerNormalization", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("Softmax", kCpuDevice, [](const Node &n) { return makeSoftmax(n, false); });
+  r.add("LogSoftmax", kCpuDevice, [](const Node &n) { return makeSoftmax(n, true); });
+  r.add("LayerNormalization", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (n.input(0)->type().dtype != DType::F32 || n.output()->type().dtype != DType::F32)
       return kernelError(n, "the CPU LayerNormalization kernel supports f32 only");
     // Scale/bias must cover the normalized dims exactly up to leading 1s.

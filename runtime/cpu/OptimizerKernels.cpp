@@ -38,7 +38,7 @@ private:
 } // namespace
 
 void registerOptimizerKernels(KernelRegistry &r) {
-  r.add("partita.AdamW", DeviceKind::CPU, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+  r.add("partita.AdamW", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (!allOfType(n, DType::F32))
       return makeFallbackKernel(n);
     return std::unique_ptr<Kernel>(new AdamWKernel(n));

@@ -172,10 +172,10 @@ llvm::Expected<std::unique_ptr<Kernel>> makeReduce(const Node &n, Reduction kind
 } // namespace
 
 void registerReduceKernels(KernelRegistry &r) {
-  r.add("ReduceSum", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Sum); });
-  r.add("ReduceMean", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Mean); });
-  r.add("ReduceMax", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Max); });
-  r.add("ReduceMin", DeviceKind::CPU, [](const Node &n) { return makeReduce(n, Reduction::Min); });
+  r.add("ReduceSum", kCpuDevice, [](const Node &n) { return makeReduce(n, Reduction::Sum); });
+  r.add("ReduceMean", kCpuDevice, [](const Node &n) { return makeReduce(n, Reduction::Mean); });
+  r.add("ReduceMax", kCpuDevice, [](const Node &n) { return makeReduce(n, Reduction::Max); });
+  r.add("ReduceMin", kCpuDevice, [](const Node &n) { return makeReduce(n, Reduction::Min); });
 }
 
 } // namespace partita::rt::cpu

@@ -7,7 +7,7 @@ namespace partita::rt {
 namespace {
 /// The single-input consumer of `n`'s only result that the device can fuse
 /// into `n`'s kernel, or nullptr.
-const Node *fusibleEpilogue(const Graph &g, const Node &n, DeviceKind device) {
+const Node *fusibleEpilogue(const Graph &g, const Node &n, DeviceType device) {
   if (n.numOutputs() != 1 || n.output()->users().size() != 1 || g.isGraphOutput(n.output()))
     return nullptr;
   const Node *u = n.output()->users()[0];
@@ -19,7 +19,7 @@ const Node *fusibleEpilogue(const Graph &g, const Node &n, DeviceKind device) {
 /// Whether every consumer of `n`'s only result can read it through `n`'s
 /// input instead (operand fusion, e.g. a matmul reading a Transpose through
 /// strides), so `n` itself never runs.
-bool readInPlaceByUsers(const Graph &g, const Node &n, DeviceKind device) {
+bool readInPlaceByUsers(const Graph &g, const Node &n, DeviceType device) {
   if (n.numOutputs() != 1 || n.numInputs() < 1 || n.output()->users().empty() || g.isGraphOutput(n.output()))
     return false;
   for (const Node *u : n.output()->users())
@@ -33,7 +33,7 @@ bool isView(const Node &n) {
   return n.is("Reshape") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Flatten") || n.is("Identity");
 }
 
-FusionPlan::FusionPlan(const Graph &g, DeviceKind device) : g_(g), device_(device) {
+FusionPlan::FusionPlan(const Graph &g, DeviceType device) : g_(g), device_(device) {
   for (const Node *n : g.nodes())
     if (readInPlaceByUsers(g, *n, device))
       readInPlace_.insert(n);

@@ -19,7 +19,7 @@ namespace partita::rt {
 
 class FusionPlan {
 public:
-  FusionPlan(const Graph &g, DeviceKind device);
+  FusionPlan(const Graph &g, DeviceType device);
 
   /// Producers read in place by all their consumers (they get no step).
   bool readInPlace(const Node *n) const { return readInPlace_.count(n); }
@@ -36,7 +36,7 @@ public:
 
 private:
   const Graph &g_;
-  DeviceKind device_;
+  DeviceType device_;
   llvm::DenseSet<const Node *> readInPlace_, runElsewhere_;
   std::vector<ElementwiseCluster> clusters_;
   llvm::DenseMap<const Node *, size_t> clusterAt_;

@@ -171,7 +171,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     if (!kernel) {
       const KernelFactory *factory = registry.find(n->qualifiedOp(), device.kind());
       if (!factory)
-        return loadError("node " + n->describe() + ": no " + deviceKindName(device.kind()) +
+        return loadError("node " + n->describe() + ": no " + device.kind().name() +
                          " kernel for this operator");
       auto made = (*factory)(*n);
       if (!made)
@@ -304,7 +304,7 @@ void *Program::addressOf(const Slot &s) const {
   switch (s.home) {
   case Home::Input: return boundInputs_[s.index];
   case Home::Static: return statics_[s.index];
-  case Home::Arena: return static_cast<char *>(arena_) + s.index;
+  case Home::Arena: return device_.offset(arena_, s.index);
   case Home::Output: return outputBuffers_[s.index];
   }
   return nullptr;

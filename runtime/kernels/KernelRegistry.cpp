@@ -9,54 +9,86 @@ llvm::Error kernelError(const Node &node, const llvm::Twine &msg) {
                                  "node " + node.describe() + ": " + msg);
 }
 
+/// Every backend's registration, in the order their registrars ran (a
+/// function-local static: registrars in other files may run first).
+static std::vector<void (*)(KernelRegistry &)> &backends() {
+  static std::vector<void (*)(KernelRegistry &)> list;
+  return list;
+}
+
+KernelRegistry::Registrar::Registrar(void (*registerKernels)(KernelRegistry &)) {
+  backends().push_back(registerKernels);
+}
+
 const KernelRegistry &KernelRegistry::get() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
-    registerCpuKernels(r);
+    for (auto registerKernels : backends())
+      registerKernels(r);
     return r;
   }();
   return registry;
 }
 
-void KernelRegistry::add(llvm::StringRef qualifiedOp, DeviceKind device, KernelFactory factory) {
-  factories_[static_cast<int>(device)][qualifiedOp] = std::move(factory);
+const KernelRegistry::DeviceKernels *KernelRegistry::findKernels(DeviceType device) const {
+  auto it = devices_.find(device.name());
+  return it == devices_.end() ? nullptr : &it->second;
 }
 
-/// The entry for `key` in a device's table, or null.
-template <typename T>
-static const T *lookup(const llvm::StringMap<T> (&tables)[2], DeviceKind device, const std::string &key) {
-  const auto &table = tables[static_cast<int>(device)];
+/// The entry for `key` in `table`, or null.
+template <typename T> static const T *lookup(const llvm::StringMap<T> &table, const std::string &key) {
   auto it = table.find(key);
   return it == table.end() ? nullptr : &it->second;
 }
 
-const KernelFactory *KernelRegistry::find(llvm::StringRef qualifiedOp, DeviceKind device) const {
-  return lookup(factories_, device, qualifiedOp.str());
+void KernelRegistry::add(llvm::StringRef qualifiedOp, DeviceType device, KernelFactory factory) {
+  kernelsFor(device).factories[qualifiedOp] = std::move(factory);
 }
 
-void KernelRegistry::addEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceKind device,
+const KernelFactory *KernelRegistry::find(llvm::StringRef qualifiedOp, DeviceType device) const {
+  const DeviceKernels *k = findKernels(device);
+  return k ? lookup(k->factories, qualifiedOp.str()) : nullptr;
+}
+
+void KernelRegistry::addEpilogue(llvm::StringRef producer, llvm::StringRef consumer, DeviceType device,
                                  EpilogueFactory f) {
-  epilogues_[static_cast<int>(device)][(producer + "+" + consumer).str()] = std::move(f);
+  kernelsFor(device).epilogues[(producer + "+" + consumer).str()] = std::move(f);
 }
 
 const EpilogueFactory *KernelRegistry::findEpilogue(llvm::StringRef producer, llvm::StringRef consumer,
-                                                    DeviceKind device) const {
-  return lookup(epilogues_, device, (producer + "+" + consumer).str());
+                                                    DeviceType device) const {
+  const DeviceKernels *k = findKernels(device);
+  return k ? lookup(k->epilogues, (producer + "+" + consumer).str()) : nullptr;
 }
 
-void KernelRegistry::addOperandFusion(llvm::StringRef consumer, llvm::StringRef producer, DeviceKind device,
+void KernelRegistry::addOperandFusion(llvm::StringRef consumer, llvm::StringRef producer, DeviceType device,
                                       OperandFusionFactory f) {
-  operandFusions_[static_cast<int>(device)][(consumer + "<-" + producer).str()] = std::move(f);
+  kernelsFor(device).operandFusions[(consumer + "<-" + producer).str()] = std::move(f);
 }
 
 const OperandFusionFactory *KernelRegistry::findOperandFusion(llvm::StringRef consumer, llvm::StringRef producer,
-                                                              DeviceKind device) const {
-  return lookup(operandFusions_, device, (consumer + "<-" + producer).str());
+                                                              DeviceType device) const {
+  const DeviceKernels *k = findKernels(device);
+  return k ? lookup(k->operandFusions, (consumer + "<-" + producer).str()) : nullptr;
 }
 
-std::vector<std::string> KernelRegistry::ops(DeviceKind device) const {
+const ClusterFusion *KernelRegistry::clusterFusion(DeviceType device) const {
+  const DeviceKernels *k = findKernels(device);
+  return k && k->clusterFusion.make ? &k->clusterFusion : nullptr;
+}
+
+std::vector<std::string> KernelRegistry::ops(DeviceType device) const {
   std::vector<std::string> out;
-  for (const auto &e : factories_[static_cast<int>(device)])
+  if (const DeviceKernels *k = findKernels(device))
+    for (const auto &e : k->factories)
+      out.push_back(e.getKey().str());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> KernelRegistry::deviceTypes() const {
+  std::vector<std::string> out;
+  for (const auto &e : devices_)
     out.push_back(e.getKey().str());
   std::sort(out.begin(), out.end());
   return out;

@@ -80,7 +80,7 @@ std::string notApplicable(const onnx::ModelProto &m) {
     if (n.op_type() == "Dropout" && n.input_size() > 2 && !n.input(2).empty())
       return "training-mode Dropout draws random masks the reference RNG chose";
     std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();
-    if (!rt::KernelRegistry::get().find(op, rt::DeviceKind::CPU) && op != "Constant")
+    if (!rt::KernelRegistry::get().find(op, rt::kCpuDevice) && op != "Constant")
       return "no kernel for " + op;
   }
   auto typed = [&](const onnx::ValueInfoProto &v) -> std::string {
