@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <mpi.h>
 #include <omp.h>
 #include <thread>
@@ -115,7 +116,10 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
   if (plan->worldSize() != n)
     return fail(dir + ": the plan is for " + llvm::Twine(plan->worldSize()) + " ranks (" + plan->mesh.str() +
                 "), but -n " + llvm::Twine(n) + " was given");
+  std::set<std::string> checked;
   for (const RankPlan &r : plan->ranks) {
+    if (!checked.insert(r.forward).second)
+      continue; // a dp replica's program, checked with the first rank that runs it
     std::string path = inDir(dir, r.forward);
     auto buf = llvm::MemoryBuffer::getFile(path);
     if (!buf)
@@ -123,10 +127,7 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
     onnx::ModelProto m;
     if (!m.ParseFromArray((*buf)->getBufferStart(), static_cast<int>((*buf)->getBufferSize())))
       return fail("rank " + llvm::Twine(r.rank) + ": corrupt program " + path + " (not a valid ONNX model)");
-    llvm::Error hashed = checkProgramHash(r, dir, r.forward, (*buf)->getBuffer());
-    if (!hashed && !r.step.empty())
-      hashed = checkProgramHash(r, dir, r.step);
-    if (hashed)
+    if (llvm::Error hashed = checkRankFiles(r, dir, (*buf)->getBuffer()))
       return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(hashed)));
   }
   if (auto err = checkWeightFiles(*plan))
@@ -412,10 +413,8 @@ static llvm::Error runRank(int rank) {
   const RankPlan &me = plan->ranks[rank];
   // The rank that loads a program refuses one not its own (the launcher
   // checked every rank's already, to fail before any rank starts).
-  for (const std::string &program : {me.forward, me.step})
-    if (!program.empty())
-      if (auto err = checkProgramHash(me, planDir, program))
-        return err;
+  if (auto err = checkRankFiles(me, planDir))
+    return err;
   // Where this rank writes: the launcher's staging folder, or (under an
   // outside mpirun, one launcher per rank) one rank 0 stages for everyone.
   std::optional<StagedOutput> staged;
