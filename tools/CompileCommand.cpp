@@ -419,6 +419,12 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (!program.empty())
         if (auto err = recordProgramHash(r, dir, program))
           return err;
+    // The shards exported beside the program (none when every weight is read by reference).
+    llvm::SmallString<256> weightsPath(dir);
+    llvm::sys::path::append(weightsPath, rankWeightsFile(r));
+    if (llvm::sys::fs::exists(weightsPath))
+      if (auto err = recordProgramHash(r, dir, rankWeightsFile(r)))
+        return err;
     written[key] = &r;
   }
   if (!materializeWeights) { // the model's files the programs refer to, as they are now

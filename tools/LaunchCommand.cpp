@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <mpi.h>
 #include <omp.h>
 #include <thread>
@@ -138,7 +139,10 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
   if (plan->worldSize() != n)
     return fail(dir + ": the plan is for " + llvm::Twine(plan->worldSize()) + " ranks (" + plan->mesh.str() +
                 "), but -n " + llvm::Twine(n) + " was given");
+  std::set<std::string> checked;
   for (const RankPlan &r : plan->ranks) {
+    if (!checked.insert(r.forward).second)
+      continue; // a dp replica's program, checked with the first rank that runs it
     std::string path = inDir(dir, r.forward);
     auto buf = llvm::MemoryBuffer::getFile(path);
     if (!buf)
@@ -146,10 +150,7 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
     onnx::ModelProto m;
     if (!m.ParseFromArray((*buf)->getBufferStart(), static_cast<int>((*buf)->getBufferSize())))
       return fail("rank " + llvm::Twine(r.rank) + ": corrupt program " + path + " (not a valid ONNX model)");
-    llvm::Error hashed = checkProgramHash(r, dir, r.forward, (*buf)->getBuffer());
-    if (!hashed && !r.step.empty())
-      hashed = checkProgramHash(r, dir, r.step);
-    if (hashed)
+    if (llvm::Error hashed = checkRankFiles(r, dir, (*buf)->getBuffer()))
       return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(hashed)));
   }
   if (auto err = checkWeightFiles(*plan))

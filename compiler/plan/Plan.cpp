@@ -382,10 +382,24 @@ static std::string sha256Hex(llvm::StringRef bytes) {
 }
 
 llvm::Expected<std::string> sha256File(llvm::StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return fail(path, "cannot read: " + buf.getError().message());
-  return sha256Hex((*buf)->getBuffer());
+  // In 1 MiB pieces: a weights file may be large.
+  llvm::Expected<llvm::sys::fs::file_t> fd = llvm::sys::fs::openNativeFileForRead(path);
+  if (!fd)
+    return fail(path, "cannot read: " + llvm::toString(fd.takeError()));
+  llvm::SHA256 h;
+  std::vector<char> chunk(1 << 20);
+  for (;;) {
+    llvm::Expected<size_t> got = llvm::sys::fs::readNativeFile(*fd, llvm::MutableArrayRef<char>(chunk));
+    if (!got) {
+      llvm::sys::fs::closeFile(*fd);
+      return fail(path, "cannot read: " + llvm::toString(got.takeError()));
+    }
+    if (*got == 0)
+      break;
+    h.update(llvm::StringRef(chunk.data(), *got));
+  }
+  llvm::sys::fs::closeFile(*fd);
+  return llvm::toHex(h.final(), /*LowerCase=*/true);
 }
 
 llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringRef rel) {
@@ -410,7 +424,8 @@ llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::Strin
   if (!h)
     return h.takeError();
   if (*h != want->second)
-    return fail(path, "not the program compiled for rank " + llvm::Twine(r.rank) +
+    return fail(path, llvm::Twine(rel == rankWeightsFile(r) ? "not the weights file" : "not the program") +
+                          " compiled for rank " + llvm::Twine(r.rank) +
                           " (its SHA-256 differs from plan.json's): another rank's or another compile's file");
   return llvm::Error::success();
 }
@@ -420,6 +435,26 @@ ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
   o.trustedLocations = true;
   o.trustedFiles.assign(weightFiles.begin(), weightFiles.end());
   return o;
+}
+
+std::string rankWeightsFile(const RankPlan &r) {
+  llvm::SmallString<128> rel(llvm::sys::path::parent_path(r.forward, llvm::sys::path::Style::posix));
+  llvm::sys::path::append(rel, llvm::sys::path::Style::posix, "weights.bin");
+  return std::string(rel);
+}
+
+llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir, llvm::Optional<llvm::StringRef> forwardBytes) {
+  if (auto err = checkProgramHash(r, dir, r.forward, forwardBytes))
+    return err;
+  if (!r.step.empty())
+    if (auto err = checkProgramHash(r, dir, r.step))
+      return err;
+  std::string weights = rankWeightsFile(r);
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, weights);
+  if (r.sha256.count(weights) || llvm::sys::fs::exists(path))
+    return checkProgramHash(r, dir, weights);
+  return llvm::Error::success();
 }
 
 } // namespace partita

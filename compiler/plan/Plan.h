@@ -48,7 +48,8 @@ struct RankPlan {
   std::string forward;                   // program path relative to the plan's folder
   std::string step;                      // optimizer step program (training plans), or empty
   /// SHA-256 (hex) of each program file, keyed by its path: a rank refuses a
-  /// program that is not the one compiled for it.
+  /// program that is not the one compiled for it. The programs' own weights
+  /// file (rankWeightsFile) is one of them: it holds the rank's shards.
   std::map<std::string, std::string> sha256;
   /// The rank's programs by name ("forward", and "step" in a training plan)
   /// with their paths.
@@ -125,5 +126,14 @@ llvm::Error recordProgramHash(RankPlan &rank, llvm::StringRef dir, llvm::StringR
 /// (reading the file, or hashing `bytes` when the caller has read it).
 llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::StringRef rel,
                              llvm::Optional<llvm::StringRef> bytes = llvm::None);
+/// The external data file beside rank `r`'s forward program (relative to the
+/// plan's folder), where compile writes the shards not read by reference.
+std::string rankWeightsFile(const RankPlan &r);
+/// Checks all of rank `r`'s files against the plan: its programs and, when
+/// it exists or the plan records one, its weights file (a rank folder's
+/// weights.bin swapped for another rank's would otherwise run with the wrong
+/// shards). `forwardBytes`: the forward program when the caller has read it.
+llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir,
+                           llvm::Optional<llvm::StringRef> forwardBytes = llvm::None);
 
 } // namespace partita

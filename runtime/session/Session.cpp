@@ -22,6 +22,11 @@ llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm:
     s->env_.groups[axis] = group->get();
     s->groups_.push_back(std::move(*group));
   }
+  // The rank that loads its programs refuses ones not its own, and a weights
+  // file not its own (the launcher checked every rank's already, to fail
+  // before any rank starts).
+  if (auto err = checkRankFiles(s->rankPlan(), planDir))
+    return std::move(err);
   for (const auto &[name, path] : s->rankPlan().programs())
     if (auto err = s->loadProgram(name, path, planDir))
       return std::move(err);
@@ -29,10 +34,6 @@ llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm:
 }
 
 llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llvm::StringRef planDir) {
-  // The rank that loads a program refuses one not its own (the launcher
-  // checked every rank's already, to fail before any rank starts).
-  if (auto err = checkProgramHash(rankPlan(), planDir, path))
-    return err;
   llvm::SmallString<256> file(planDir);
   llvm::sys::path::append(file, path);
   auto graph = importOnnx(file, compiledProgramImport(plan_->weightFilePaths()));
