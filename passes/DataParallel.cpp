@@ -77,6 +77,9 @@ public:
     if (err)
       return err;
 
+    if (auto err = checkSupported(g))
+      return err;
+
     // 3. Scale the split dimensions (a collective or reshard keeps its
     // operand's global shape: a batch gathered for a graph output is whole).
     llvm::DenseSet<const Value *> scaled;
@@ -122,6 +125,42 @@ public:
 private:
   std::string axis_ = "dp";
 
+  /// What the scaling cannot make right, refused before it starts.
+  llvm::Error checkSupported(const Graph &g) const {
+    for (const Node *n : g.nodes()) {
+      // A mean over the batch: autodiff wrote its gradient's 1/count for one
+      // replica's batch.
+      if (n->is("ReduceMean") && n->input(0)->definingNode() &&
+          n->input(0)->definingNode()->is("Reshard", "partita")) {
+        Layout l = layoutOf(n->input(0)->definingNode()->input(0), axis_);
+        std::vector<int64_t> axes = n->intsAttr("axes");
+        if (n->numInputs() > 1)
+          if (const Tensor *t = constantValue(n->input(1)))
+            axes = t->toInts();
+        int64_t rank = n->input(0)->type().rank();
+        bool reduced = axes.empty();
+        for (int64_t a : axes)
+          reduced |= (a < 0 ? a + rank : a) == l.dim;
+        if (l.dim >= 0 && reduced)
+          return passError(name(), "node " + n->describe() + " averages over the batch, which " + axis_ +
+                                       " splits: its gradient's 1/count was fixed for one replica's batch; write the "
+                                       "mean as a sum divided by a count computed in the graph (as add-loss does)");
+      }
+      // A conversion that adds or removes dp on a dimension another axis
+      // splits with an outer factor: the planner's steps would slice dp strided.
+      if (n->is("Reshard", "partita")) {
+        Layout from = layoutOf(n->input(0), axis_), to = layoutOf(n->output(), axis_);
+        int64_t d = from.dim >= 0 ? from.dim : to.dim;
+        for (const Value *v : {n->input(0), n->output()})
+          if (from != to && d >= 0 && v->sharding() && v->sharding()->outerOf(d) != 1)
+            return passError(name(), "node " + n->describe() + " would split or gather the batch over " + axis_ +
+                                         " on dimension " + llvm::Twine(d) + ", which another axis splits strided (" +
+                                         v->sharding()->str() + "); not supported yet");
+      }
+    }
+    return llvm::Error::success();
+  }
+
   static bool isCollective(const Node &n) {
     return n.is("Reshard", "partita") || n.is("AllReduce", "partita") || n.is("AllGather", "partita") ||
            n.is("ReduceScatter", "partita") || n.is("ShardSlice", "partita");
@@ -145,6 +184,20 @@ private:
     // A broadcast (the backward of a sum over the batch expands a scalar to
     // [B, T]) is made at the scaled size instead: each rank expands its block.
     Node *def = in->definingNode();
+    // Other axes' splits of the dimension are gathered first: dp copies of
+    // each rank's block are not a block of dp copies.
+    if (in->sharding() && want.dim < static_cast<int64_t>(in->sharding()->dims.size()) &&
+        !in->sharding()->dims[want.dim].empty()) {
+      Node *r = g.createNode("Reshard", {in}, {in->name() + ".whole"}, "partita");
+      r->output()->type() = in->type();
+      Sharding whole = *in->sharding();
+      whole.dims[want.dim].clear();
+      if (want.dim < static_cast<int64_t>(whole.outer.size()))
+        whole.outer[want.dim] = 1;
+      r->output()->sharding() = whole;
+      in = r->output();
+      def = nullptr;
+    }
     if (def && def->is("Expand") && broadcastsAlong(*def, want.dim)) {
       const Shape &s = n->output()->type().shape;
       int64_t rank = static_cast<int64_t>(s.size());

@@ -371,6 +371,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (n->is("Weight") && n->output()->sharding())
       for (const auto &axes : n->output()->sharding()->dims)
         usedAxes.insert(axes.begin(), axes.end());
+    // Localize gives a vocab-parallel lookup and an embedding gradient the
+    // offset of the rank's rows.
+    const Value *rows = n->is("Gather") ? n->input(0) : n->is("EmbeddingGrad", "partita") ? n->output() : nullptr;
+    if (rows && rows->sharding() && !rows->sharding()->dims.empty())
+      usedAxes.insert(rows->sharding()->dims[0].begin(), rows->sharding()->dims[0].end());
   }
   std::map<std::string, const RankPlan *> written;
   for (RankPlan &r : plan.ranks) {

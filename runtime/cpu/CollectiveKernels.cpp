@@ -129,6 +129,8 @@ private:
         unpack(ctx);
       return llvm::Error::success();
     }
+    if (handle_ >= 0)
+      return kernelError(node_, "started again before its previous all-reduce finished");
     comm_ = &comm;
     auto h = comm.startAllReduce(buf, count, dt);
     if (!h)

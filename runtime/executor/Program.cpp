@@ -340,6 +340,13 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       inFlightOf[out] = -1;
     return finish(inFlight[k]);
   };
+  // A failed run still finishes what it started: MPI must not write into
+  // buffers the next run (or a destroyed kernel) owns.
+  auto abandon = [&](llvm::Error err) -> llvm::Error {
+    for (const InFlight &f : inFlight)
+      llvm::consumeError(finishSlot(steps_[f.step].outputs[0]));
+    return err;
+  };
   for (size_t si = 0; si < steps_.size(); ++si) {
     Step &step = steps_[si];
     ins.clear();
@@ -349,7 +356,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
         id = slots_[id].aliasOf;
       if (id >= 0)
         if (auto err = finishSlot(id))
-          return std::move(err);
+          return abandon(std::move(err));
     }
     for (int id : step.inputs) {
       if (id < 0) {
@@ -372,14 +379,14 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     }
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
-      return std::move(err);
+      return abandon(std::move(err));
     if (step.kernel->isAsync()) {
       inFlight.push_back(InFlight{si, ins, outs});
       for (int id : step.outputs)
         inFlightOf[id] = static_cast<int>(inFlight.size() - 1);
       if (!overlapCollectives_)
         if (auto err = finishSlot(step.outputs[0]))
-          return std::move(err);
+          return abandon(std::move(err));
     } else if (onOutput_) {
       for (size_t k = 0; k < step.outputs.size(); ++k)
         for (size_t index : outputsOfSlot_[step.outputs[k]])
@@ -401,7 +408,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
   }
   for (const InFlight &f : inFlight)
     if (auto err = finishSlot(steps_[f.step].outputs[0]))
-      return std::move(err);
+      return abandon(std::move(err));
   device_.synchronize();
   std::vector<TensorView> results;
   for (int id : outputSlots_) {
