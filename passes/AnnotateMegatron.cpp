@@ -96,12 +96,8 @@ public:
         return passError(name(), "option tp expects a positive integer, got '" + value + "'");
       return llvm::Error::success();
     }
-    if (key == "axis") {
-      if (value.empty())
-        return passError(name(), "option axis expects a mesh axis name");
-      axis_ = value.str();
-      return llvm::Error::success();
-    }
+    if (key == "axis")
+      return setAxisOption(name(), value, axis_);
     if (key == "allow-replicated") {
       allowReplicated_ = value == "1" || value == "true";
       return llvm::Error::success();

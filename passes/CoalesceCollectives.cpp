@@ -29,12 +29,8 @@ public:
   llvm::StringRef name() const override { return "coalesce-collectives"; }
 
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "axis") {
-      if (value.empty())
-        return passError(name(), "option axis expects a mesh axis name");
-      axis_ = value.str();
-      return llvm::Error::success();
-    }
+    if (key == "axis")
+      return setAxisOption(name(), value, axis_);
     if (key == "bucket-mb") {
       double mb;
       if (value.getAsDouble(mb) || !(mb >= 0))

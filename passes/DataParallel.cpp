@@ -42,12 +42,8 @@ public:
   llvm::StringRef name() const override { return "data-parallel"; }
 
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "axis") {
-      if (value.empty())
-        return passError(name(), "option axis expects a mesh axis name");
-      axis_ = value.str();
-      return llvm::Error::success();
-    }
+    if (key == "axis")
+      return setAxisOption(name(), value, axis_);
     return Pass::setOption(key, value);
   }
 

@@ -4,6 +4,14 @@
 
 namespace partita {
 
+/// Option `axis=NAME` of the passes that work on one mesh axis.
+inline llvm::Error setAxisOption(llvm::StringRef pass, llvm::StringRef value, std::string &axis) {
+  if (value.empty())
+    return passError(pass, "option axis expects a mesh axis name");
+  axis = value.str();
+  return llvm::Error::success();
+}
+
 PassInfo foldConstantsPass();
 PassInfo removeIdentityPass();
 PassInfo deadCodeEliminationPass();

@@ -39,12 +39,8 @@ public:
       sequenceParallel_ = value == "1" || value == "true";
       return llvm::Error::success();
     }
-    if (key == "axis") {
-      if (value.empty())
-        return passError(name(), "option axis expects a mesh axis name");
-      axis_ = value.str();
-      return llvm::Error::success();
-    }
+    if (key == "axis")
+      return setAxisOption(name(), value, axis_);
     if (key == "major") {
       major_ = value == "1" || value == "true";
       return llvm::Error::success();
