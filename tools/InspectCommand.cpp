@@ -52,7 +52,9 @@ public:
 /// Bytes one rank sends per step for a collective node of a local program.
 static double commBytes(const Node &n) {
   double parts = static_cast<double>(n.intAttr("parts", 1));
-  double in = static_cast<double>(n.input(0)->type().numel() * dtypeSize(n.input(0)->type().dtype));
+  double in = 0; // a bucketed all-reduce reduces all its operands
+  for (const Value *v : n.inputs())
+    in += static_cast<double>(v->type().numel() * dtypeSize(v->type().dtype));
   double out = static_cast<double>(n.output()->type().numel() * dtypeSize(n.output()->type().dtype));
   if (n.op() == "AllReduce")
     return 2 * (parts - 1) / parts * in;
@@ -131,8 +133,10 @@ int inspectMain() {
         if (n->domain() == "partita" && n->hasAttr("parts")) {
           ++z.collectives;
           z.comm += commBytes(*n);
-          z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3}", n->op(),
-                                          n->input(0)->type().str(), commBytes(*n) / 1e6, n->output()->name()));
+          std::string what = n->numInputs() > 1 ? "bucket of " + std::to_string(n->numInputs())
+                                                : n->input(0)->type().str();
+          z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3} (over {4})", n->op(), what,
+                                          commBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
         }
       z.weights = static_cast<double>((*program)->stats().weightBytes);
       z.arena = static_cast<double>((*program)->stats().arenaBytes);
@@ -145,15 +149,11 @@ int inspectMain() {
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        z.arena / 1e6, z.collectives, z.comm / 1e6);
     if (!r.step.empty()) {
-      // Training: the parameters this rank updates, their gradient buckets,
-      // AdamW's two moments, and the data-parallel all-reduce of the gradients.
-      double dp = 1;
-      for (const auto &axis : plan->mesh.axes)
-        if (axis.name == "dp")
-          dp = static_cast<double>(axis.size);
-      os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB, "
-                         "gradient all-reduce over dp %.3f MB/step\n",
-                         z.params / 1e6, z.params / 1e6, 2 * z.params / 1e6, 2 * (dp - 1) / dp * z.params / 1e6);
+      // Training: the parameters this rank updates, their gradients and
+      // AdamW's two moments (the gradients' all-reduce over dp is one of the
+      // program's collectives above).
+      os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB\n",
+                         z.params / 1e6, z.params / 1e6, 2 * z.params / 1e6);
     }
     if (r.rank == std::max(0, onlyRank.getValue()) && !z.lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
