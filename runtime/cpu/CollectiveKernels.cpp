@@ -8,7 +8,9 @@
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/cpu/CpuKernels.h"
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace partita::rt::cpu {
 
@@ -187,9 +189,16 @@ void registerCollectiveKernels(KernelRegistry &r) {
     r.add(op, kCpuDevice, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
       if (n.intAttr("parts", 0) < 1)
         return kernelError(n, "collective without a group size (run localize before loading)");
-      for (size_t i = 1; i < n.numInputs(); ++i)
+      int64_t elements = 0;
+      for (size_t i = 0; i < n.numInputs(); ++i) {
         if (!n.input(i) || n.input(i)->type().dtype != n.input(0)->type().dtype)
           return kernelError(n, "the operands of a bucketed all-reduce must share one element type");
+        elements += n.input(i)->type().numel();
+      }
+      elements = std::max(elements, n.output()->type().numel());
+      if (elements > std::numeric_limits<int>::max()) // MPI counts are ints
+        return kernelError(n, "moves " + llvm::Twine(elements) + " elements, more than MPI's limit of 2^31 - 1 in "
+                              "one call (compile with a smaller --bucket-mb, or more tensor parallelism)");
       return std::unique_ptr<Kernel>(new CollectiveKernel(n, k));
     });
   }
