@@ -40,6 +40,13 @@ public:
   }
 
   llvm::Error run(KernelContext &ctx) override {
+    int64_t elements = 0;
+    for (const TensorView &v : ctx.inputs)
+      elements += v.numel();
+    elements = std::max(elements, ctx.outputs[0].numel());
+    if (elements > std::numeric_limits<int>::max()) // MPI counts are ints (checked here: inspect loads, never runs)
+      return kernelError(node_, "moves " + llvm::Twine(elements) + " elements, more than MPI's limit of 2^31 - 1 in "
+                                "one call (compile with a smaller --bucket-mb, or more tensor parallelism)");
     Communicator *comm = ctx.env ? ctx.env->group(axis_) : nullptr;
     if (!comm)
       return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
@@ -189,16 +196,9 @@ void registerCollectiveKernels(KernelRegistry &r) {
     r.add(op, kCpuDevice, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
       if (n.intAttr("parts", 0) < 1)
         return kernelError(n, "collective without a group size (run localize before loading)");
-      int64_t elements = 0;
-      for (size_t i = 0; i < n.numInputs(); ++i) {
+      for (size_t i = 1; i < n.numInputs(); ++i)
         if (!n.input(i) || n.input(i)->type().dtype != n.input(0)->type().dtype)
           return kernelError(n, "the operands of a bucketed all-reduce must share one element type");
-        elements += n.input(i)->type().numel();
-      }
-      elements = std::max(elements, n.output()->type().numel());
-      if (elements > std::numeric_limits<int>::max()) // MPI counts are ints
-        return kernelError(n, "moves " + llvm::Twine(elements) + " elements, more than MPI's limit of 2^31 - 1 in "
-                              "one call (compile with a smaller --bucket-mb, or more tensor parallelism)");
       return std::unique_ptr<Kernel>(new CollectiveKernel(n, k));
     });
   }
