@@ -56,17 +56,19 @@ bool sameSharding(const Sharding &a, const Sharding &b) {
   return true;
 }
 
+// A dimension's outer factor belongs to its minor-most axis (Layout.h): the
+// major axes split it in contiguous blocks, the minor one strided inside each.
 void addMinorAxis(Sharding &s, size_t d, llvm::StringRef axis, int64_t outer) {
-  if (s.dims[d].empty() && outer != 1) {
-    s.outer.resize(s.dims.size(), 1);
-    s.outer[d] = outer;
-  }
+  s.outer.resize(s.dims.size(), 1);
+  s.outer[d] = outer;
+  if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
+    s.outer.clear();
   s.dims[d].push_back(axis.str());
 }
 
 void removeMinorAxis(Sharding &s, size_t d) {
   s.dims[d].pop_back();
-  if (s.dims[d].empty() && d < s.outer.size())
+  if (d < s.outer.size())
     s.outer[d] = 1;
   if (std::all_of(s.outer.begin(), s.outer.end(), [](int64_t o) { return o == 1; }))
     s.outer.clear();
@@ -100,12 +102,15 @@ llvm::Expected<std::vector<ReshardStep>> planReshard(const Sharding &fromIn, con
     s.max = kind == K::AllReduce && cur.partialMax;
     steps.push_back(std::move(s));
   };
-  // Dimension d holds a prefix of its target: its next target axis can be added.
+  // Dimension d holds a prefix of its target: its next target axis can be
+  // added. A strict prefix is contiguous (outer 1); the whole target has its outer.
   auto holdsPrefix = [&](size_t d) {
     const Axes &c = cur.dims[d], &t = to.dims[d];
     return c.size() <= t.size() && std::equal(c.begin(), c.end(), t.begin()) &&
-           (c.empty() || cur.outerOf(d) == to.outerOf(d));
+           (c.empty() || cur.outerOf(d) == (c.size() == t.size() ? to.outerOf(d) : 1));
   };
+  // The outer factor of the next axis added to d: the target's for its last axis.
+  auto outerOfNext = [&](size_t d) { return cur.dims[d].size() + 1 == to.dims[d].size() ? to.outerOf(d) : 1; };
   auto nextAxis = [&](size_t d) -> const std::string * {
     if (!holdsPrefix(d) || cur.dims[d].size() == to.dims[d].size())
       return nullptr;
@@ -124,17 +129,19 @@ llvm::Expected<std::vector<ReshardStep>> planReshard(const Sharding &fromIn, con
     for (size_t d = 0; d < rank && !stepped; ++d)
       if (const std::string *a = nextAxis(d); a && !usedIn(cur, *a)) {
         std::string axis = *a;
-        addMinorAxis(cur, d, axis, to.outerOf(d));
-        push(K::ShardSlice, d, to.outerOf(d), axis);
+        int64_t outer = outerOfNext(d);
+        addMinorAxis(cur, d, axis, outer);
+        push(K::ShardSlice, d, outer, axis);
         stepped = true;
       }
     // 2. Reduce-scatters: a partial sum becoming a split.
     for (size_t d = 0; d < rank && !stepped; ++d)
       if (const std::string *a = nextAxis(d); a && has(cur.partial, *a) && !cur.partialMax) {
         std::string axis = *a;
+        int64_t outer = outerOfNext(d);
         removePartial(cur, axis);
-        addMinorAxis(cur, d, axis, to.outerOf(d));
-        push(K::ReduceScatter, d, to.outerOf(d), axis);
+        addMinorAxis(cur, d, axis, outer);
+        push(K::ReduceScatter, d, outer, axis);
         stepped = true;
       }
     // 3. All-reduces: partials not kept, except sums waiting to be reduce-scattered.
