@@ -11,8 +11,9 @@
 //     rule, on the graph as exported (sizes of one part, so a batch of 1 still
 //     splits). On a dimension tensor parallelism splits too (sequence
 //     parallelism's [B*T] rows) the batch split is the major one: tp's
-//     collectives and slices work inside each replica's block. Values reduced over the batch come out partial over dp: the
-//     loss's token sums and counts, and every weight gradient; graph outputs
+//     collectives and slices work inside each replica's block. Values
+//     reduced over the batch come out partial over dp: the loss's token
+//     sums and counts, and every weight gradient; graph outputs
 //     are made replicated (a gradient: its weight's layout), which records an
 //     all-reduce over dp for each (insert-collectives lowers them).
 //  3. Every value split over dp has that dimension scaled by dp, and Reshape
@@ -98,12 +99,8 @@ public:
         scale(out);
       }
     for (Node *n : g.nodes()) {
-      if ((n->is("Reshape") || n->is("Expand")) && n->numInputs() > 1 && scaled.count(n->output())) {
-        const Shape &s = n->output()->type().shape;
-        int64_t rank = static_cast<int64_t>(s.size());
-        n->setInput(1, g.createConstant(Tensor::fromInts(DType::I64, {rank}, std::vector<int64_t>(s.begin(), s.end())),
-                                        n->output()->name() + ".shape"));
-      }
+      if ((n->is("Reshape") || n->is("Expand")) && n->numInputs() > 1 && scaled.count(n->output()))
+        n->setInput(1, g.createShapeConstant(n->output()->type().shape, n->output()->name() + ".shape"));
       if (n->is("Reshard", "partita") && scaled.count(n->output()) && !scaled.count(n->input(0)))
         if (auto err = repeatForReplicas(g, n, parts))
           return err;
@@ -195,10 +192,7 @@ private:
       def = nullptr;
     }
     if (def && def->is("Expand") && broadcastsAlong(*def, want.dim)) {
-      const Shape &s = n->output()->type().shape;
-      int64_t rank = static_cast<int64_t>(s.size());
-      Value *target = g.createConstant(Tensor::fromInts(DType::I64, {rank}, std::vector<int64_t>(s.begin(), s.end())),
-                                       in->name() + ".shape");
+      Value *target = g.createShapeConstant(n->output()->type().shape, in->name() + ".shape");
       Node *e = g.createNode("Expand", {def->input(0), target}, {in->name() + ".split"});
       e->output()->type() = n->output()->type();
       e->output()->sharding() = n->output()->sharding();

@@ -98,9 +98,7 @@ public:
         n->setAttr("parts", Attribute::ofInt(axis->size));
       }
       else if ((n->is("Reshape") || n->is("Expand")) && n->input(1))
-        n->setInput(1, i64Const(g, std::vector<int64_t>(n->output()->type().shape.begin(),
-                                                        n->output()->type().shape.end()),
-                                n->output()->name() + ".shape"));
+        n->setInput(1, g.createShapeConstant(n->output()->type().shape, n->output()->name() + ".shape"));
       else if (n->is("Gather") && splitDim0(n->input(0)) && !out.partial.empty())
         maskedGather(g, n, blockOffset(shardingOf.lookup(n->input(0)), 0, n->input(0)->type().shape[0]));
       else if (n->is("EmbeddingGrad", "partita") && splitDim0(n->output())) // this rank's block of rows
@@ -216,7 +214,7 @@ private:
       blocked.insert(blocked.begin() + dim, outer);
       cut = blocked;
       cut[dim + 1] = part;
-      src = typed(g.createNode("Reshape", {in, shapeConst(g, blocked, out->name() + ".blocks")},
+      src = typed(g.createNode("Reshape", {in, g.createShapeConstant(blocked, out->name() + ".blocks")},
                                {out->name() + ".blocks"}, "", n->name()),
                   blocked);
       sliceDim = dim + 1;
@@ -228,7 +226,7 @@ private:
                            {outer != 1 ? out->name() + ".cut" : out->name()}, "", n->name());
     Value *local = typed(s, cut);
     if (outer != 1)
-      local = typed(g.createNode("Reshape", {local, shapeConst(g, out->type().shape, out->name() + ".shape")},
+      local = typed(g.createNode("Reshape", {local, g.createShapeConstant(out->type().shape, out->name() + ".shape")},
                                  {out->name()}, "", n->name()),
                     out->type().shape);
     g.replaceAllUsesWith(out, local, /*takeName=*/true);
@@ -236,9 +234,6 @@ private:
     return llvm::Error::success();
   }
 
-  static Value *shapeConst(Graph &g, const Shape &shape, const std::string &name) {
-    return i64Const(g, std::vector<int64_t>(shape.begin(), shape.end()), name);
-  }
 
   /// Gather(W[V/tp, d] of this rank, ids): rows outside this rank's block read
   /// as zeros, so the sum over ranks is the full lookup.

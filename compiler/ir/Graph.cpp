@@ -118,6 +118,12 @@ Value *Graph::createConstant(const Tensor &t, llvm::StringRef nameHint) {
   return n->output();
 }
 
+Value *Graph::createShapeConstant(const Shape &shape, llvm::StringRef nameHint) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  return createConstant(Tensor::fromInts(DType::I64, {rank}, std::vector<int64_t>(shape.begin(), shape.end())),
+                        nameHint);
+}
+
 void Graph::eraseNode(Node *n) {
   for (size_t i = 0; i < n->inputs_.size(); ++i)
     if (n->inputs_[i])

@@ -141,6 +141,8 @@ public:
                    llvm::StringRef nodeName = "");
   /// Constant node holding `t`; returns its value.
   Value *createConstant(const Tensor &t, llvm::StringRef nameHint);
+  /// An i64[rank] constant holding `shape` (a Reshape or Expand target).
+  Value *createShapeConstant(const Shape &shape, llvm::StringRef nameHint);
 
   /// Marks the node erased and drops its uses; its results must be unused.
   void eraseNode(Node *n);
