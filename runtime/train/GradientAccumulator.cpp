@@ -24,20 +24,27 @@ GradientAccumulator::GradientAccumulator(Program &program, std::vector<std::stri
   lossDeferred_ = program_.reducedAsync(outs[0]);
 }
 
-llvm::Error GradientAccumulator::beforeRun(int64_t micro) {
-  bool last = micro + 1 == micro_;
+llvm::Expected<std::unique_ptr<GradientAccumulator>>
+GradientAccumulator::create(Program &program, std::vector<std::string> gradOutputs, std::vector<int64_t> numel,
+                            int64_t microBatches) {
+  std::unique_ptr<GradientAccumulator> a(
+      new GradientAccumulator(program, std::move(gradOutputs), std::move(numel), microBatches));
+  // The addends apply only to a reduction that does not defer: the last
+  // micro-batch's. Their buffers live as long as this object.
+  for (size_t i = 0; i < a->names_.size(); ++i)
+    if (a->deferred_[i])
+      if (auto err = program.setReductionAddend(a->names_[i], a->sums_[i].data()))
+        return std::move(err);
+  if (a->lossDeferred_)
+    if (auto err = program.setReductionAddend(program.outputNames()[0], &a->lossPartial_))
+      return std::move(err);
+  return std::move(a);
+}
+
+void GradientAccumulator::beforeRun(int64_t micro) {
   if (micro == 0)
     lossSum_ = 0;
-  program_.setDeferReductions(!last);
-  if (!last || micro_ == 1)
-    return llvm::Error::success();
-  for (size_t i = 0; i < names_.size(); ++i)
-    if (deferred_[i])
-      if (auto err = program_.setReductionAddend(names_[i], sums_[i].data()))
-        return err;
-  if (lossDeferred_)
-    return program_.setReductionAddend(program_.outputNames()[0], &lossPartial_);
-  return llvm::Error::success();
+  program_.setDeferReductions(micro + 1 < micro_);
 }
 
 void GradientAccumulator::afterRun(int64_t micro, const std::vector<TensorView> &outputs) {

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/executor/Program.h"
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,15 @@ namespace partita::rt {
 class GradientAccumulator {
 public:
   /// `gradOutputs[i]` names the program output of parameter i's gradient
-  /// (f32, `numel[i]` elements); output 0 is the loss.
-  GradientAccumulator(Program &program, std::vector<std::string> gradOutputs, std::vector<int64_t> numel,
-                      int64_t microBatches);
+  /// (f32, `numel[i]` elements); output 0 is the loss. The program's
+  /// deferred reductions get their addends (the sums kept here) once.
+  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Program &program,
+                                                                     std::vector<std::string> gradOutputs,
+                                                                     std::vector<int64_t> numel, int64_t microBatches);
 
-  /// Sets the program up for micro-batch `micro` (0-based) of a step.
-  llvm::Error beforeRun(int64_t micro);
+  /// Sets the program up for micro-batch `micro` (0-based) of a step: the
+  /// last one reduces, the others defer.
+  void beforeRun(int64_t micro);
   /// Takes micro-batch `micro`'s outputs (valid until the program's next run).
   void afterRun(int64_t micro, const std::vector<TensorView> &outputs);
 
@@ -39,6 +43,9 @@ public:
   void scale(float c);
 
 private:
+  GradientAccumulator(Program &program, std::vector<std::string> gradOutputs, std::vector<int64_t> numel,
+                      int64_t microBatches);
+
   Program &program_;
   std::vector<std::string> names_;
   std::vector<int64_t> numel_;

@@ -82,7 +82,7 @@ private:
   std::optional<BatchSampler> sampler_;
   ForwardFeeds feeds_;
   std::vector<const TensorView *> params_;
-  std::optional<GradientAccumulator> grads_;
+  std::unique_ptr<GradientAccumulator> grads_;
   std::optional<AdamWState> adam_;
   std::optional<LossLog> log_; // rank 0
   // The step being run (1-based).
@@ -127,7 +127,10 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
-  grads_.emplace(fwd_, std::move(gradOutputs), std::move(numel), schedule_.microBatches());
+  auto grads = GradientAccumulator::create(fwd_, std::move(gradOutputs), std::move(numel), schedule_.microBatches());
+  if (!grads)
+    return grads.takeError();
+  grads_ = std::move(*grads);
   fwd_.setOverlapCollectives(!o_.noOverlap);
   fwd_.setProfiling(o_.profile, o_.profileByNode);
   stepProgram_.setProfiling(o_.profile, o_.profileByNode);
@@ -163,8 +166,7 @@ llvm::Error TrainingRun::forwardBackward(const Action &action) {
   feeds[feeds_.labelsName] = viewOf(labelsT);
   for (const auto &c : feeds_.constants)
     feeds[c.getKey()] = viewOf(c.getValue());
-  if (auto err = grads_->beforeRun(action.microBatch))
-    return err;
+  grads_->beforeRun(action.microBatch);
   auto outs = fwd_.run(feeds);
   if (!outs)
     return outs.takeError();
