@@ -6,7 +6,8 @@
 // global graph compute dp x B and splits it:
 //
 //  1. Inputs whose leading dimension is the batch (that of the first input,
-//     the token ids) are S(dp) on it; the others stay replicated.
+//     the token ids) are S(dp) on it; the others stay replicated, as do the
+//     optimizer's inputs (add-optimizer's: read only by its programs).
 //  2. propagate-sharding along dp carries the split through every op by its
 //     rule, on the graph as exported (sizes of one part, so a batch of 1 still
 //     splits). On a dimension tensor parallelism splits too (sequence
@@ -30,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Verifier.h"
 #include "compiler/pass/PassManager.h"
+#include "passes/AddOptimizer.h"
 #include "passes/Passes.h"
 #include "passes/sharding/Layout.h"
 #include "llvm/ADT/DenseSet.h"
@@ -60,7 +62,7 @@ public:
       return passError(name(), "the graph's first input has no batch dimension to split over " + axis_);
     const int64_t batch = g.inputs()[0]->type().shape[0];
     for (Value *in : g.inputs())
-      if (in->type().rank() >= 1 && in->type().shape[0] == batch)
+      if (in->type().rank() >= 1 && in->type().shape[0] == batch && !optimizer_io::readOnlyByOptimizer(*in))
         setLayout(in, axis_, Layout::split(0));
 
     // 2. Propagate on the graph as exported: one part per rank's batch.

@@ -32,5 +32,6 @@ PassInfo addLossPass();
 PassInfo splitFusedProjectionsPass();
 PassInfo classifyParametersPass();
 PassInfo tieEmbeddingsPass();
+PassInfo addOptimizerPass();
 
 } // namespace partita

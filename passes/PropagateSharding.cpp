@@ -102,9 +102,10 @@ public:
         setLayout(n->output(i), ax, i < r.results.size() ? r.results[i] : Layout::replicated(), major_);
     }
     // Outputs are made replicated, except, with sharded-outputs=1 (training),
-    // weight gradients.
+    // weight gradients and the optimizer's updates.
     // A gradient output (grad.<weight>) takes its weight's layout, so each
-    // rank gets the gradient of exactly the shard it updates.
+    // rank gets the gradient of exactly the shard it updates; an updated
+    // weight or moment (partita.AdamW's) stays laid out as the weight.
     std::vector<Value *> outs = g.outputs();
     for (Value *out : outs) {
       Layout l = layoutOf(out, ax), want = Layout::replicated();
@@ -112,6 +113,8 @@ public:
       if (shardedOutputs_ && name.consume_front("grad."))
         if (const Value *w = g.findValue(name); w && w->definingNode() && w->definingNode()->is("Weight"))
           want = layoutOf(w, ax);
+      if (shardedOutputs_ && out->definingNode() && out->definingNode()->is("AdamW", "partita") && !l.partial)
+        want = l;
       if (l != want)
         g.replaceGraphOutput(out, reshard(out, want));
     }

@@ -10,7 +10,8 @@
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/OnnxExport.h"
 #include "compiler/pass/PassManager.h"
-#include "passes/AdamWStep.h"
+#include "passes/AddOptimizer.h"
+#include "passes/SplitPrograms.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/TieEmbeddings.h"
 #include "tools/Commands.h"
@@ -144,13 +145,12 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
   return out;
 }
 
-/// The AdamW step program over this rank's parameter shards (rank<k>/step.onnx);
-/// records the parameter order in the plan.
-static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::StringRef rankDir, const RankPlan &r,
-                            Plan &plan) {
+/// Records in the plan the weights rank `r`'s step program updates (the
+/// forward program's grad.<w> outputs, in their order), with their local
+/// types and where merge writes them; every rank updates the same ones.
+static llvm::Error recordParameters(const Graph &global, const Graph &local, const RankPlan &r, Plan &plan) {
   std::vector<std::string> names;
   std::vector<TensorType> types;
-  std::vector<bool> sharded;
   std::vector<std::vector<ParamTarget>> targets;
   for (const Value *out : local.outputs()) {
     llvm::StringRef n(out->name());
@@ -162,26 +162,18 @@ static llvm::Error emitStep(const Graph &global, const Graph &local, llvm::Strin
     names.push_back(n.str());
     types.push_back(w->type());
     const Value *gw = global.findValue(n);
-    sharded.push_back(gw && gw->type().shape != w->type().shape);
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
       return fail("parameter " + n + " is no weight of the global graph");
     targets.push_back(paramTargets(global, *gw->definingNode()));
   }
   if (r.rank == 0) {
     plan.params = names;
-    plan.paramSharded = sharded;
     plan.paramTypes = types;
     plan.paramTargets = targets;
-  }
-  else if (plan.params != names)
+  } else if (plan.params != names) {
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
-  std::unique_ptr<Graph> step = buildAdamWStep(types, plan.optimizer, local.opset);
-  llvm::SmallString<256> path(rankDir);
-  llvm::sys::path::append(path, "step.onnx");
-  for (RankPlan &rp : plan.ranks)
-    if (rp.rank == r.rank)
-      rp.step = "rank" + std::to_string(r.rank) + "/step.onnx";
-  return exportOnnx(*step, path);
+  }
+  return llvm::Error::success();
 }
 
 /// The integer inputs that index an embedding table (a Gather of a weight,
@@ -295,6 +287,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     pipeline += ",annotate-megatron{tp=" + std::to_string(tp) + (allowReplicated ? ",allow-replicated=1" : "") + "}";
   if (auto err = pm.addPipeline(pipeline))
     return err;
+  // The optimizer joins the global graph after annotation, so its state
+  // takes each weight's sharding and the sharding passes carry it through.
+  AdamWOptions adamw{adamBeta1, adamBeta2, adamEps, weightDecay};
+  if (train)
+    pm.add(createAddOptimizer(adamw));
   if (auto err = pm.run(g))
     return err;
   for (const Node *n : g.nodes())
@@ -327,8 +324,12 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto err = spm.run(g))
       return err;
   }
-  // What one data-parallel replica feeds (the global graph takes dp of them).
-  std::vector<TensorSpec> replicaInputs = specsOf(g.inputs());
+  // What one data-parallel replica feeds (the global graph takes dp of them);
+  // the optimizer's inputs are its programs' own.
+  std::vector<TensorSpec> replicaInputs;
+  for (const Value *in : g.inputs())
+    if (!optimizer_io::readOnlyByOptimizer(*in))
+      replicaInputs.push_back({in->name(), in->type()});
   // Data parallelism splits the batch over dp: the global graph computes dp
   // replicas' batches, and the gradients' all-reduces over dp are placed by
   // the planner like tensor parallelism's.
@@ -341,12 +342,17 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto err = dpm.run(g))
       return err;
   }
+  // The forward program (forward and backward today), and with --train the
+  // optimizer's step and grad_norm programs.
+  auto programs = splitPrograms(g);
+  if (!programs)
+    return programs.takeError();
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
-  plan.optimizer = AdamWOptions{adamBeta1, adamBeta2, adamEps, weightDecay};
+  plan.optimizer = adamw;
   plan.vocab = vocab;
   plan.inputs = replicaInputs;
-  plan.outputs = specsOf(g.outputs());
+  plan.outputs = specsOf(programs->front().graph->outputs());
   plan.coverage = g.coverage;
   plan.indexRanges = ranges;
   if (differentiate)
@@ -386,44 +392,55 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto it = written.find(key); it != written.end()) {
       r.forward = it->second->forward;
       r.step = it->second->step;
+      r.gradNorm = it->second->gradNorm;
       r.sha256 = it->second->sha256;
       continue;
     }
-    std::unique_ptr<Graph> local = cloneGraph(g);
-    if (g.mesh.numDevices() == 1) {
-      local->mesh = Mesh(); // nothing is sharded: the program is the global graph
-    } else { // the rank's coordinates on the mesh axes
-      std::string coords;
-      for (const MeshAxis &a : g.mesh.axes)
-        coords += (coords.empty() ? "" : ",") + a.name + ":" + std::to_string(r.coords.at(a.name));
-      PassManager lpm;
-      lpm.verifyEach = true;
-      if (auto err = lpm.addPipeline("localize{coords=" + coords + "}"))
-        return err;
-      if (auto err = lpm.run(*local))
-        return err;
-    }
-    llvm::SmallString<256> rankDir(dir), onnxPath, irPath;
+    llvm::SmallString<256> rankDir(dir);
     llvm::sys::path::append(rankDir, "rank" + std::to_string(r.rank));
     if (auto ec = llvm::sys::fs::create_directories(rankDir))
       return fail("cannot create " + rankDir + ": " + ec.message());
-    onnxPath = irPath = rankDir;
-    llvm::sys::path::append(onnxPath, "forward.onnx");
-    llvm::sys::path::append(irPath, "forward.pir");
-    if (auto err = writeText(irPath, *local))
-      return err;
-    ExportOptions eo;
-    eo.externalDataFile = "weights.bin"; // weights never go into the protobuf (its limit is 2 GB)
-    eo.weightsByReference = !materializeWeights;
-    if (auto err = exportOnnx(*local, onnxPath, eo))
-      return err;
-    if (train)
-      if (auto err = emitStep(g, *local, rankDir, r, plan))
-        return err;
-    for (const std::string &program : {r.forward, r.step})
-      if (!program.empty())
-        if (auto err = recordProgramHash(r, dir, program))
+    for (const NamedProgram &program : *programs) {
+      std::unique_ptr<Graph> local = cloneGraph(*program.graph);
+      if (g.mesh.numDevices() == 1) {
+        local->mesh = Mesh(); // nothing is sharded: the program is the global one
+      } else { // the rank's coordinates on the mesh axes
+        std::string coords;
+        for (const MeshAxis &a : g.mesh.axes)
+          coords += (coords.empty() ? "" : ",") + a.name + ":" + std::to_string(r.coords.at(a.name));
+        PassManager lpm;
+        lpm.verifyEach = true;
+        if (auto err = lpm.addPipeline("localize{coords=" + coords + "}"))
           return err;
+        if (auto err = lpm.run(*local))
+          return err;
+      }
+      std::string rel = "rank" + std::to_string(r.rank) + "/" + program.name + ".onnx";
+      llvm::SmallString<256> onnxPath(dir), irPath(rankDir);
+      llvm::sys::path::append(onnxPath, rel);
+      llvm::sys::path::append(irPath, program.name + ".pir");
+      if (auto err = writeText(irPath, *local))
+        return err;
+      ExportOptions eo;
+      if (program.name == "forward") { // the one program with weights
+        eo.externalDataFile = "weights.bin"; // never in the protobuf (its limit is 2 GB)
+        eo.weightsByReference = !materializeWeights;
+        r.forward = rel;
+        if (train)
+          if (auto err = recordParameters(g, *local, r, plan))
+            return err;
+      } else if (program.name == optimizer_io::kStep) {
+        r.step = rel;
+      } else if (program.name == optimizer_io::kGradNorm) {
+        r.gradNorm = rel;
+      } else {
+        return fail("no plan entry for program '" + program.name + "'");
+      }
+      if (auto err = exportOnnx(*local, onnxPath, eo))
+        return err;
+      if (auto err = recordProgramHash(r, dir, rel))
+        return err;
+    }
     // The shards exported beside the program (none when every weight is read by reference).
     llvm::SmallString<256> weightsPath(dir);
     llvm::sys::path::append(weightsPath, rankWeightsFile(r));

@@ -101,6 +101,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
     llvm::json::Object programs{{"forward", r.forward}};
     if (!r.step.empty())
       programs["step"] = r.step;
+    if (!r.gradNorm.empty())
+      programs["grad_norm"] = r.gradNorm;
     llvm::json::Object hashes;
     for (const auto &[file, h] : r.sha256)
       hashes[file] = h;
@@ -121,7 +123,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array coverage;
   for (const auto &c : p.coverage)
     coverage.push_back(c);
-  llvm::json::Array params, sharded, paramTypes;
+  llvm::json::Array params, paramTypes;
   for (const auto &c : p.params)
     params.push_back(c);
   std::vector<TensorSpec> typeSpecs;
@@ -130,8 +132,6 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Object ranges;
   for (const auto &[name, rows] : p.indexRanges)
     ranges[name] = rows;
-  for (bool b : p.paramSharded)
-    sharded.push_back(b);
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     llvm::json::Array a;
     for (int64_t x : v)
@@ -162,7 +162,6 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"outputs", specs(p.outputs)},
                           {"coverage", std::move(coverage)},
                           {"params", std::move(params)},
-                          {"param_sharded", std::move(sharded)},
                           {"param_types", specs(typeSpecs)},
                           {"param_targets", std::move(targets)},
                           {"weight_files", std::move(weightFiles)},
@@ -222,6 +221,11 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     rp.forward = progs->getString("forward")->str();
     if (auto step = progs->getString("step"))
       rp.step = step->str();
+    if (auto norm = progs->getString("grad_norm"))
+      rp.gradNorm = norm->str();
+    if (!rp.step.empty() && rp.gradNorm.empty())
+      return fail(path, "rank " + llvm::Twine(rp.rank) + " has a step program but no grad_norm program: the "
+                        "plan predates the optimizer in the graph; recompile it");
     if (const auto *hashes = progs->getObject("sha256"))
       for (const auto &kv : *hashes)
         if (auto h = kv.second.getAsString())
@@ -253,9 +257,6 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     for (const auto &c : *params)
       if (auto s = c.getAsString())
         p.params.push_back(s->str());
-  if (const auto *sharded = root->getArray("param_sharded"))
-    for (const auto &c : *sharded)
-      p.paramSharded.push_back(c.getAsBoolean().getValueOr(false));
   if (auto v = root->getInteger("vocab"))
     p.vocab = *v;
   std::vector<TensorSpec> typeSpecs;
@@ -446,9 +447,10 @@ std::string rankWeightsFile(const RankPlan &r) {
 llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir, llvm::Optional<llvm::StringRef> forwardBytes) {
   if (auto err = checkProgramHash(r, dir, r.forward, forwardBytes))
     return err;
-  if (!r.step.empty())
-    if (auto err = checkProgramHash(r, dir, r.step))
-      return err;
+  for (const std::string *program : {&r.step, &r.gradNorm})
+    if (!program->empty())
+      if (auto err = checkProgramHash(r, dir, *program))
+        return err;
   std::string weights = rankWeightsFile(r);
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, weights);

@@ -2,7 +2,7 @@
 #pragma once
 #include "compiler/ir/Graph.h"
 #include "compiler/onnx/OnnxImport.h"
-#include "passes/AdamWStep.h"
+#include "passes/AddOptimizer.h"
 #include "llvm/Support/Error.h"
 #include <map>
 
@@ -47,6 +47,7 @@ struct RankPlan {
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
   std::string forward;                   // program path relative to the plan's folder
   std::string step;                      // optimizer step program (training plans), or empty
+  std::string gradNorm;                  // the gradient norm program (training plans), or empty
   /// SHA-256 (hex) of each program file, keyed by its path: a rank refuses a
   /// program that is not the one compiled for it. The programs' own weights
   /// file (rankWeightsFile) is one of them: it holds the rank's shards.
@@ -57,6 +58,8 @@ struct RankPlan {
     std::vector<std::pair<std::string, std::string>> out{{"forward", forward}};
     if (!step.empty())
       out.push_back({"step", step});
+    if (!gradNorm.empty())
+      out.push_back({"grad_norm", gradNorm});
     return out;
   }
 };
@@ -69,12 +72,9 @@ struct Plan {
   std::vector<TensorSpec> inputs, outputs;
   std::vector<std::string> coverage;
   /// Training plans: the weights the step program updates, in the order of
-  /// the forward program's gradient outputs (grad.<name>) and the step
-  /// program's p.i/g.i/m.i/v.i inputs.
+  /// the forward program's gradient outputs (grad.<name>); the optimizer
+  /// programs' inputs and outputs are named after them (optimizer_io).
   std::vector<std::string> params;
-  /// Per param: split across tensor-parallel ranks (counted once per shard in
-  /// the global gradient norm) or replicated (counted once).
-  std::vector<bool> paramSharded;
   /// Per param: the dtype and shape of one rank's shard (what the step
   /// program updates and launch writes; merge checks the files against it).
   std::vector<TensorType> paramTypes;

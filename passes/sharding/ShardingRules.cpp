@@ -18,6 +18,7 @@ static const llvm::StringMap<ShardingRule> &table() {
     addDotRules(m);
     addNormRules(m);
     addCollectiveRules(m);
+    addOptimizerRules(m);
     return m;
   }();
   return t;

@@ -61,5 +61,6 @@ void addShapeRules(llvm::StringMap<ShardingRule> &t);
 void addDotRules(llvm::StringMap<ShardingRule> &t);
 void addNormRules(llvm::StringMap<ShardingRule> &t);
 void addCollectiveRules(llvm::StringMap<ShardingRule> &t);
+void addOptimizerRules(llvm::StringMap<ShardingRule> &t);
 
 } // namespace partita

@@ -73,16 +73,4 @@ void GradientAccumulator::afterRun(int64_t micro, const std::vector<TensorView> 
   }
 }
 
-void GradientAccumulator::scale(float c) {
-  for (size_t i = 0; i < grads_.size(); ++i) {
-    float *p = grads_[i];
-    if (std::find(grads_.begin(), grads_.begin() + i, p) != grads_.begin() + i)
-      continue; // two outputs of one value share a buffer: scaled once
-    int64_t n = numel_[i];
-#pragma omp parallel for if (n > (1 << 16))
-    for (int64_t k = 0; k < n; ++k)
-      p[k] *= c;
-  }
-}
-
 } // namespace partita::rt

@@ -39,8 +39,6 @@ public:
   float *gradient(size_t i) const { return grads_[i]; }
   /// The loss summed over the step's micro-batches.
   double lossSum() const { return lossSum_; }
-  /// Multiplies every gradient by c.
-  void scale(float c);
 
 private:
   GradientAccumulator(Program &program, std::vector<std::string> gradOutputs, std::vector<int64_t> numel,

@@ -1,25 +1,23 @@
 //===- GradientClipping.cpp -----------------------------------------------===//
 #include "runtime/train/GradientClipping.h"
+#include "passes/AddOptimizer.h"
 #include <algorithm>
 #include <cmath>
 
 namespace partita::rt {
 
-llvm::Expected<double> globalGradientNorm(llvm::ArrayRef<GradientShard> grads, Communicator *tp, double scale) {
-  double shardedSq = 0, replicatedSq = 0;
-  for (const GradientShard &g : grads) {
-    const float *p = g.data;
-    int64_t count = g.count;
-    double sq = 0;
-#pragma omp parallel for reduction(+ : sq) if (count > (1 << 16))
-    for (int64_t k = 0; k < count; ++k)
-      sq += double(p[k]) * p[k];
-    (g.sharded ? shardedSq : replicatedSq) += sq;
-  }
-  if (tp && tp->size() > 1)
-    if (auto err = tp->allReduce(&shardedSq, 1, DType::F64))
-      return std::move(err);
-  return scale * std::sqrt(shardedSq + replicatedSq);
+llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std::string> names,
+                                          llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<float *> grads) {
+  llvm::StringMap<TensorView> feeds;
+  for (size_t i = 0; i < names.size(); ++i)
+    feeds[optimizer_io::gradient(names[i])] = TensorView{DType::F32, params[i]->shape, grads[i]};
+  auto outs = gradNorm.run(feeds);
+  if (!outs)
+    return outs.takeError();
+  if (outs->size() != 1 || outs->front().dtype != DType::F32 || outs->front().numel() != 1)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the grad_norm program must return one f32 scalar");
+  return static_cast<double>(*static_cast<const float *>(outs->front().data));
 }
 
 double clipCoefficient(double norm, double maxNorm) { return std::min(1.0, maxNorm / (norm + 1e-6)); }

@@ -3,9 +3,9 @@
 // Per step, the accumulation schedule's actions: forward+backward per
 // micro-batch (gradients summed in the GradientAccumulator; under data
 // parallelism the program all-reduces them over dp itself, in buckets that
-// overlap its backward, once per step), then the mean and global-norm
-// clipping and the AdamW step program updating the forward program's
-// weights in place.
+// overlap its backward, once per step), then the grad_norm program for
+// clipping and the step program, which scales the sums to the clipped mean
+// and updates the forward program's weights in place.
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Trainer.h"
 #include "runtime/schedule/AccumulationSchedule.h"
@@ -59,8 +59,10 @@ llvm::Expected<ForwardFeeds> forwardFeeds(const Program &fwd, const TrainOptions
 
 class TrainingRun final : public ActionRunner {
 public:
-  TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &stepProgram, TokenFile tokens)
-      : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), stepProgram_(stepProgram), tokens_(std::move(tokens)),
+  TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &stepProgram, Program &gradNorm,
+              TokenFile tokens)
+      : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), stepProgram_(stepProgram), gradNorm_(gradNorm),
+        tokens_(std::move(tokens)),
         schedule_(o.microBatches), profile_(o.profile), dpSize_(session.axisSize("dp")) {}
   llvm::Error prepare(llvm::StringRef outDir);
   llvm::Error trainAll(llvm::StringRef outDir);
@@ -74,7 +76,7 @@ private:
   Session &session_;
   const Plan &plan_;
   const TrainOptions &o_;
-  Program &fwd_, &stepProgram_;
+  Program &fwd_, &stepProgram_, &gradNorm_;
   TokenFile tokens_;
   AccumulationSchedule schedule_;
   StepProfile profile_;
@@ -123,7 +125,7 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
       return fail("the forward program has no gradient output for '" + plan_.params[i] + "'");
     numel.push_back(params_[i]->numel());
   }
-  auto adam = AdamWState::create(stepProgram_, params_, plan_.optimizer);
+  auto adam = AdamWState::create(stepProgram_, plan_.params, params_, plan_.optimizer);
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
@@ -134,6 +136,7 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   fwd_.setOverlapCollectives(!o_.noOverlap);
   fwd_.setProfiling(o_.profile, o_.profileByNode);
   stepProgram_.setProfiling(o_.profile, o_.profileByNode);
+  gradNorm_.setProfiling(o_.profile, o_.profileByNode);
   return llvm::Error::success();
 }
 
@@ -185,17 +188,17 @@ llvm::Error TrainingRun::reduceGradients() {
 
 llvm::Error TrainingRun::optimizerStep() {
   // Gradients are sums over M micro-batches (each the global batch's mean
-  // gradient): one pass scales them to the mean and applies the clipping
-  // coefficient.
+  // gradient): the step program scales them by 1/M and the clipping
+  // coefficient, the grad_norm program gives the sums' norm.
   double coef = 1.0 / static_cast<double>(microBatchesRun_);
+  std::vector<float *> grads;
+  for (size_t i = 0; i < params_.size(); ++i)
+    grads.push_back(grads_->gradient(i));
   if (o_.clipNorm > 0) {
-    std::vector<GradientShard> grads;
-    for (size_t i = 0; i < params_.size(); ++i)
-      grads.push_back({grads_->gradient(i), params_[i]->numel(),
-                       i < plan_.paramSharded.size() && plan_.paramSharded[i]});
-    auto norm = globalGradientNorm(grads, session_.group("tp"), coef);
+    auto norm = globalGradientNorm(gradNorm_, plan_.params, params_, grads);
     if (!norm)
       return norm.takeError();
+    *norm *= coef;
     if (!std::isfinite(*norm)) {
       if (!o_.skipNonfinite)
         return fail("step " + llvm::Twine(step_) + ": the gradient norm is not finite; stopping");
@@ -206,8 +209,6 @@ llvm::Error TrainingRun::optimizerStep() {
     }
     coef *= clipCoefficient(*norm, o_.clipNorm);
   }
-  if (coef != 1.0)
-    grads_->scale(static_cast<float>(coef));
   if (!std::isfinite(loss_)) {
     if (!o_.skipNonfinite)
       return fail("step " + llvm::Twine(step_) + ": the loss is not finite (" + std::to_string(loss_) +
@@ -217,12 +218,9 @@ llvm::Error TrainingRun::optimizerStep() {
     skipped_ = true;
     return llvm::Error::success();
   }
-  profile_.phase("gradient scale/clip");
-  std::vector<float *> grads;
-  for (size_t i = 0; i < params_.size(); ++i)
-    grads.push_back(grads_->gradient(i));
+  profile_.phase("gradient norm");
   float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, step_ - 1, o_.steps));
-  if (auto err = adam_->apply(step_, lr, grads))
+  if (auto err = adam_->apply(step_, lr, static_cast<float>(coef), grads))
     return err;
   fwd_.weightsChanged();
   profile_.phase("optimizer step");
@@ -244,6 +242,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     if (step_ == 1) { // the first step includes one-time set-up
       fwd_.clearProfile();
       stepProgram_.clearProfile();
+      gradNorm_.clearProfile();
     }
     if (log_) {
       double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -254,7 +253,8 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     }
   }
   if (o_.profile && session_.rank() == 0 && o_.steps > 1)
-    profile_.print(llvm::outs(), o_.steps, {{"forward+backward program", &fwd_}, {"optimizer program", &stepProgram_}},
+    profile_.print(llvm::outs(), o_.steps, {{"forward+backward program", &fwd_}, {"optimizer program", &stepProgram_},
+                                               {"gradient norm program", &gradNorm_}},
                    o_.profileByNode);
   return writeParameterShards(outDir, session_.rank(), plan_.params, params_);
 }
@@ -262,14 +262,14 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
 } // namespace
 
 llvm::Error train(Session &session, const TrainOptions &o, llvm::StringRef outDir) {
-  Program *fwd = session.program("forward"), *step = session.program("step");
-  if (!fwd || !step)
+  Program *fwd = session.program("forward"), *step = session.program("step"), *norm = session.program("grad_norm");
+  if (!fwd || !step || !norm)
     return fail("the plan gives rank " + llvm::Twine(session.rank()) +
-                " no forward and step programs: compile it with --train");
+                " no forward, step and grad_norm programs: compile it with --train");
   auto tokens = TokenFile::open(o.data, o.dataDtype);
   if (!tokens)
     return tokens.takeError();
-  TrainingRun run(session, o, *fwd, *step, std::move(*tokens));
+  TrainingRun run(session, o, *fwd, *step, *norm, std::move(*tokens));
   if (auto err = run.prepare(outDir))
     return err;
   return run.trainAll(outDir);

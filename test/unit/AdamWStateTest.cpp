@@ -1,6 +1,7 @@
-// Two AdamW steps through the step program against torch.optim.AdamW's
-// update written out in double precision.
+// Two AdamW steps through add-optimizer's step program against
+// torch.optim.AdamW's update written out in double precision.
 #include "runtime/train/AdamWState.h"
+#include "OptimizerPrograms.h"
 #include "runtime/core/Device.h"
 #include <gtest/gtest.h>
 #include <cmath>
@@ -14,24 +15,29 @@ TEST(AdamWState, TwoStepsMatchTheClosedForm) {
   o.beta2 = 0.95;
   o.eps = 1e-6;
   o.weightDecay = 0.1;
-  TensorType t{DType::F32, {3}, true};
-  auto g = buildAdamWStep({t}, o, 17);
+  auto programs = test::optimizerPrograms(R"(graph @g(%x: f32[3]) opset 17 {
+  %w = Weight() {name = "w"} : f32[3]
+  %grad.w = Mul(%x, %w) : f32[3]
+  return %grad.w
+})",
+                                          o);
+  ASSERT_TRUE(programs.count("step"));
   CpuDevice device;
-  auto step = Program::load(*g, device);
+  auto step = Program::load(*programs["step"], device);
   ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
   std::vector<float> p = {1.0f, -2.0f, 0.5f};
   TensorView pv{DType::F32, {3}, p.data()};
-  auto adam = AdamWState::create(**step, {&pv}, o);
+  auto adam = AdamWState::create(**step, {"w"}, {&pv}, o);
   ASSERT_TRUE(static_cast<bool>(adam)) << llvm::toString(adam.takeError());
 
   std::vector<double> ref(p.begin(), p.end()), m(3, 0), v(3, 0);
   std::vector<std::vector<float>> grads = {{0.5f, -1.0f, 2.0f}, {-0.25f, 3.0f, 0.0f}};
-  const double lr = 0.01;
+  const double lr = 0.01, scale = 0.5; // the summed gradients' factor (1 / micro-batches)
   for (int t = 1; t <= 2; ++t) {
     std::vector<float> gr = grads[t - 1];
-    ASSERT_FALSE(llvm::errorToBool(adam->apply(t, static_cast<float>(lr), {gr.data()})));
+    ASSERT_FALSE(llvm::errorToBool(adam->apply(t, static_cast<float>(lr), static_cast<float>(scale), {gr.data()})));
     for (int i = 0; i < 3; ++i) {
-      double gi = gr[i];
+      double gi = scale * gr[i];
       ref[i] *= 1 - lr * o.weightDecay;
       m[i] = o.beta1 * m[i] + (1 - o.beta1) * gi;
       v[i] = o.beta2 * v[i] + (1 - o.beta2) * gi * gi;

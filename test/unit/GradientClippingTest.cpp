@@ -1,32 +1,55 @@
-// The global gradient norm and the clip coefficient against closed forms.
+// The grad_norm program add-optimizer builds and the clip coefficient
+// against closed forms.
 #include "runtime/train/GradientClipping.h"
+#include "OptimizerPrograms.h"
+#include "runtime/core/Device.h"
 #include <gtest/gtest.h>
 #include <cmath>
-#include <numeric>
 
+using namespace partita;
 using namespace partita::rt;
 
-TEST(GradientClipping, NormOverEveryGradient) {
-  std::vector<float> a = {3, 4}, b = {12};
-  // sqrt(9 + 16 + 144) = 13, scaled by 0.5.
-  auto norm = globalGradientNorm({{a.data(), 2, true}, {b.data(), 1, false}}, nullptr, 0.5);
-  ASSERT_TRUE(static_cast<bool>(norm));
-  EXPECT_DOUBLE_EQ(*norm, 6.5);
+namespace {
+
+/// The norm of gradients a (f32[2]) and b (f32[n]) by the grad_norm program.
+double normOf(std::vector<float> a, std::vector<float> b) {
+  int64_t n = static_cast<int64_t>(b.size());
+  std::string text = R"(graph @g(%x: f32[2], %y: f32[)" + std::to_string(n) + R"(]) opset 17 {
+  %a = Weight() {name = "a"} : f32[2]
+  %b = Weight() {name = "b"} : f32[)" + std::to_string(n) + R"(]
+  %grad.a = Mul(%x, %a) : f32[2]
+  %grad.b = Mul(%y, %b) : f32[)" + std::to_string(n) + R"(]
+  return %grad.a, %grad.b
+})";
+  auto programs = test::optimizerPrograms(text);
+  EXPECT_TRUE(programs.count("grad_norm"));
+  if (!programs.count("grad_norm"))
+    return NAN;
+  CpuDevice device;
+  auto program = Program::load(*programs["grad_norm"], device);
+  EXPECT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  if (!program)
+    return NAN;
+  TensorView av{DType::F32, {2}, a.data()}, bv{DType::F32, {n}, b.data()};
+  auto norm = globalGradientNorm(**program, {"a", "b"}, {&av, &bv}, {a.data(), b.data()});
+  EXPECT_TRUE(static_cast<bool>(norm)) << llvm::toString(norm.takeError());
+  return norm ? *norm : NAN;
 }
 
-TEST(GradientClipping, LargeGradientsSumInDouble) {
-  // Past the size where the sum runs in parallel: n ones have norm sqrt(n).
-  std::vector<float> ones(1 << 18, 1.0f);
-  auto norm = globalGradientNorm({{ones.data(), static_cast<int64_t>(ones.size()), false}}, nullptr, 1.0);
-  ASSERT_TRUE(static_cast<bool>(norm));
-  EXPECT_DOUBLE_EQ(*norm, 512.0);
+} // namespace
+
+TEST(GradientClipping, NormOverEveryGradient) {
+  // sqrt(9 + 16 + 144) = 13.
+  EXPECT_DOUBLE_EQ(normOf({3, 4}, {12}), 13.0);
+}
+
+TEST(GradientClipping, LargeGradients) {
+  // 2^18 ones (and 0, 0) have norm 2^9; an f32 sum of ones is exact there.
+  EXPECT_DOUBLE_EQ(normOf({0, 0}, std::vector<float>(1 << 18, 1.0f)), 512.0);
 }
 
 TEST(GradientClipping, NonFiniteGradientsGiveANonFiniteNorm) {
-  std::vector<float> a = {1, INFINITY};
-  auto norm = globalGradientNorm({{a.data(), 2, false}}, nullptr, 1.0);
-  ASSERT_TRUE(static_cast<bool>(norm));
-  EXPECT_FALSE(std::isfinite(*norm));
+  EXPECT_FALSE(std::isfinite(normOf({1, INFINITY}, {0})));
 }
 
 TEST(GradientClipping, CoefficientClipsOnlyAboveTheMaximum) {

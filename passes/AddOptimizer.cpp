@@ -1,0 +1,154 @@
+//===- AddOptimizer.cpp - add-optimizer pass ------------------------------===//
+//
+// Appends AdamW to a global training graph whose outputs include grad.<w>
+// for each trained weight w (autodiff's). The optimizer reads what the
+// runtime summed over a step's micro-batches, so it is joined to the
+// gradients through inputs rather than their values: per weight w
+//   accumulated_grad.w, adam_m.w, adam_v.w   inputs laid out as w is
+//   updated.w, updated.adam_m.w, updated.adam_v.w = AdamW(lr, bc1, bc2, w,
+//       accumulated_grad.w · grad_scale, adam_m.w, adam_v.w)      (program "step")
+// and grad_norm = √(Σ_w Σ accumulated_grad.w²)                   (program "grad_norm")
+// with scalar inputs lr, bias_correction1/2 and grad_scale. The new inputs
+// take their weight's sharding, so propagate-sharding carries every split of
+// the weight through its update and the planner places the norm's reductions
+// (a sum over a split gradient is partial). The squares are summed per set
+// of splitting axes first, so the tp-split weights cost one all-reduce.
+//===----------------------------------------------------------------------===//
+#include "passes/AddOptimizer.h"
+#include "passes/Passes.h"
+#include "passes/autodiff/GradBuilder.h"
+#include "llvm/ADT/StringExtras.h"
+#include <map>
+#include <set>
+
+namespace partita {
+
+namespace io = optimizer_io;
+
+namespace {
+
+class AddOptimizer : public Pass {
+public:
+  explicit AddOptimizer(const AdamWOptions &o = {}) : o_(o) {}
+  llvm::StringRef name() const override { return "add-optimizer"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    double *field = key == "beta1"          ? &o_.beta1
+                    : key == "beta2"        ? &o_.beta2
+                    : key == "eps"          ? &o_.eps
+                    : key == "weight-decay" ? &o_.weightDecay
+                                            : nullptr;
+    if (!field)
+      return Pass::setOption(key, value);
+    if (value.getAsDouble(*field))
+      return passError(name(), "option " + key + " expects a number, got '" + value + "'");
+    return llvm::Error::success();
+  }
+
+  llvm::Error run(Graph &g) override {
+    if (!o_.valid())
+      return passError(name(), "AdamW needs betas in [0, 1), eps > 0 and weight-decay >= 0");
+    std::vector<Value *> weights;
+    for (Value *out : g.outputs()) {
+      llvm::StringRef w(out->name());
+      if (!w.consume_front("grad."))
+        continue;
+      Value *wv = g.findValue(w);
+      if (!wv || !wv->definingNode() || !wv->definingNode()->is("Weight"))
+        return passError(name(), "gradient output %" + out->name() + " has no weight named '" + w + "'");
+      if (!isFloat(wv->type().dtype) || out->type() != wv->type())
+        return passError(name(), "gradient output %" + out->name() + " is " + out->type().str() + ", weight %" +
+                                     w + " is " + wv->type().str() + ": AdamW needs a float gradient of its shape");
+      weights.push_back(wv);
+    }
+    if (weights.empty())
+      return passError(name(), "the graph has no gradient outputs (grad.<weight>): run autodiff first");
+    std::vector<std::string> names{io::kLr, io::kBc1, io::kBc2, io::kGradScale, io::kNorm};
+    for (const Value *w : weights)
+      for (const std::string &n : {io::gradient(w->name()), io::moment1(w->name()), io::moment2(w->name()),
+                                   io::updated(w->name()), io::updated(io::moment1(w->name())),
+                                   io::updated(io::moment2(w->name()))})
+        names.push_back(n);
+    for (const std::string &n : names)
+      if (g.findValue(n))
+        return passError(name(), "the graph already has a value named '" + n + "', a name the optimizer uses");
+
+    TensorType scalar{DType::F32, {}, true};
+    Value *lr = g.addInput(io::kLr, scalar), *bc1 = g.addInput(io::kBc1, scalar), *bc2 = g.addInput(io::kBc2, scalar),
+          *scale = g.addInput(io::kGradScale, scalar);
+    GradBuilder b(g, "optimizer");
+    auto tag = [](Value *v, const char *program) {
+      v->definingNode()->setAttr(io::kProgramAttr, Attribute::ofString(program));
+      return v;
+    };
+    auto laidOutAs = [&](const std::string &n, const Value *w) {
+      Value *in = g.addInput(n, w->type());
+      in->sharding() = w->sharding();
+      return in;
+    };
+    // Square sums grouped by the axes that split them (std::map: a stable order).
+    std::map<std::string, Value *> sums;
+    std::vector<Value *> outs;
+    for (Value *w : weights) {
+      const std::string &p = w->name();
+      Value *grad = laidOutAs(io::gradient(p), w);
+      Value *m = laidOutAs(io::moment1(p), w), *v = laidOutAs(io::moment2(p), w);
+      Value *sq = tag(b.op("ReduceSum", {tag(b.op("Mul", {grad, grad}), io::kGradNorm)},
+                           {{"keepdims", Attribute::ofInt(0)}}),
+                      io::kGradNorm);
+      // The axes splitting w: its square sum is partial over exactly those.
+      std::set<std::string> axes;
+      if (w->sharding())
+        for (const auto &d : w->sharding()->dims)
+          axes.insert(d.begin(), d.end());
+      std::string key = llvm::join(axes.begin(), axes.end(), ",");
+      Value *&sum = sums[key];
+      sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
+      Value *scaled = tag(b.op("Mul", {grad, scale}), io::kStep);
+      Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, scaled, m, v},
+                                {io::updated(p), io::updated(io::moment1(p)), io::updated(io::moment2(p))}, "partita");
+      adam->setAttr("beta1", Attribute::ofFloat(o_.beta1));
+      adam->setAttr("beta2", Attribute::ofFloat(o_.beta2));
+      adam->setAttr("epsilon", Attribute::ofFloat(o_.eps));
+      adam->setAttr("weight_decay", Attribute::ofFloat(o_.weightDecay));
+      adam->setAttr(io::kProgramAttr, Attribute::ofString(io::kStep));
+      for (Value *out : adam->outputs()) {
+        out->type() = w->type();
+        outs.push_back(out);
+      }
+    }
+    Value *total = nullptr;
+    for (auto &[key, sum] : sums)
+      total = total ? tag(b.op("Add", {total, sum}), io::kGradNorm) : sum;
+    Node *norm = g.createNode("Sqrt", {total}, {io::kNorm});
+    norm->output()->type() = scalar;
+    norm->setAttr(io::kProgramAttr, Attribute::ofString(io::kGradNorm));
+    if (auto err = b.takeError())
+      return passError(name(), llvm::toString(std::move(err)));
+    for (Value *out : outs)
+      g.outputs().push_back(out);
+    g.outputs().push_back(norm->output());
+    return llvm::Error::success();
+  }
+
+private:
+  AdamWOptions o_;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createAddOptimizer(const AdamWOptions &options) {
+  return std::make_unique<AddOptimizer>(options);
+}
+
+PassInfo addOptimizerPass() {
+  return {"add-optimizer", "Append AdamW and the gradient norm to a training graph",
+          "Per weight with a grad.<w> output: inputs accumulated_grad.w, adam_m.w, adam_v.w laid out as w, and a "
+          "partita.AdamW node (program \"step\") giving updated.w and the updated moments; the L2 norm of the "
+          "accumulated gradients as output grad_norm (program \"grad_norm\"). Scalar inputs lr, bias_correction1, "
+          "bias_correction2, grad_scale. split-programs cuts the programs apart.",
+          "beta1=float (0.9); beta2=float (0.999); eps=float (1e-8); weight-decay=float (0.01)",
+          [] { return std::make_unique<AddOptimizer>(); }};
+}
+
+} // namespace partita
