@@ -29,7 +29,8 @@ find test/lit -name '*.onnxtxt' -exec cp {} "$seeds/onnx-text/" \;
 find test/lit -name '*.pir' -exec cp {} "$seeds/ir-parser/" \;
 cp models/fixtures/*.npy "$seeds/npy/"
 find test/lit -name '*.npy' -exec cp {} "$seeds/npy/" \;
-cp test/fuzz/corpus/plan/* "$seeds/plan/"
+# Committed seeds per target (plan.json forms; inputs that once crashed a fuzzer).
+for t in test/fuzz/corpus/*/; do cp "$t"* "$seeds/$(basename "$t")/"; done
 find test/lit -name '*plan*.json' -exec cp {} "$seeds/plan/" \;
 /usr/bin/python3 - "$seeds/onnx-text" "$seeds/onnx-binary" <<'PY'
 import onnx, onnx.helper, onnx.parser, pathlib, sys

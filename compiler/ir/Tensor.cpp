@@ -194,7 +194,15 @@ double Tensor::at(int64_t i) const {
 int64_t Tensor::intAt(int64_t i) const {
   if (dtype_ == DType::I64)
     return load<int64_t>(data(), i);
-  return static_cast<int64_t>(at(i));
+  // A float beyond int64 (or NaN) saturates rather than being undefined.
+  double v = at(i);
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9.2233720368547758e18)
+    return INT64_MAX;
+  if (v <= -9.2233720368547758e18)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 std::vector<double> Tensor::toDoubles() const {

@@ -133,18 +133,22 @@ llvm::Expected<SliceSpec> sliceSpec(const Shape &in, const Tensor &starts, const
                : llvm::createStringError(llvm::inconvertibleErrorCode(), "slice axis out of range");
     int64_t dim = in[axis], step = steps ? steps->intAt(k) : 1;
     if (step == 0)
-      return c->error("slice step is zero");
+      return c ? c->error("slice step is zero")
+               : llvm::createStringError(llvm::inconvertibleErrorCode(), "slice step is zero");
     int64_t b = starts.intAt(k), e = ends.intAt(k);
     if (b < 0) b += dim;
     if (e < 0) e += dim;
+    // ceil(span / stride) without overflow (the bounds are clamped to the
+    // dimension, the step may be any int64).
+    auto count = [](int64_t span, int64_t stride) { return span > 0 ? (span - 1) / stride + 1 : 0; };
     if (step > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      s.outShape[axis] = e > b ? (e - b + step - 1) / step : 0;
+      s.outShape[axis] = count(e - b, step);
     } else {
       b = std::clamp<int64_t>(b, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      s.outShape[axis] = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+      s.outShape[axis] = count(b - e, step == INT64_MIN ? INT64_MAX : -step);
     }
     s.start[axis] = b;
     s.step[axis] = step;
