@@ -33,9 +33,10 @@ struct AdamWOptions {
 
 /// The optimizer programs' inputs and outputs, by parameter name.
 namespace optimizer_io {
-/// The node attribute naming a node's program, and the programs.
-inline constexpr const char *kProgramAttr = "program";
-inline constexpr const char *kStep = "step", *kGradNorm = "grad_norm";
+/// The node attribute naming a node's program, and the programs (autodiff
+/// tags the backward's nodes, add-optimizer the step's and grad_norm's).
+using partita::kProgramAttr;
+inline constexpr const char *kBackward = "backward", *kStep = "step", *kGradNorm = "grad_norm";
 /// Scalars the host computes per step: the learning rate, the bias
 /// corrections 1 − βᵗ, and the factor the summed gradients are multiplied by
 /// (1 / micro-batches times the clip coefficient).
@@ -53,9 +54,11 @@ inline std::string updated(const std::string &v) { return "updated." + v; }
 /// Whether graph input `in` is read only by the optimizer's nodes (its state
 /// and scalars: no batch, and no input of the forward program).
 inline bool readOnlyByOptimizer(const Value &in) {
-  for (const Node *u : in.users())
-    if (!u->hasAttr(kProgramAttr))
+  for (const Node *u : in.users()) {
+    std::string p = u->stringAttr(kProgramAttr, "");
+    if (p != kStep && p != kGradNorm)
       return false;
+  }
   return in.hasUsers();
 }
 } // namespace optimizer_io

@@ -8,10 +8,12 @@
 // "grad.<name>". Each op's rule
 // lives with its family in passes/autodiff/; an op on the path to the loss
 // without a rule is an error naming it. Sharding then partitions the backward
-// graph like the forward one.
+// graph like the forward one. The backward's nodes are tagged program =
+// "backward", so split-programs can make them a program of their own.
 //
 //   %loss = ReduceSum(%y) ...          →  ... return %loss, %"grad.w"
 //===----------------------------------------------------------------------===//
+#include "passes/AddOptimizer.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/Passes.h"
 #include "passes/autodiff/GradBuilder.h"
@@ -112,6 +114,11 @@ public:
         if (isTrainableWeight(*n))
           emit(n->output(), n->stringAttr("name", ""));
     }
+    // Every node made here is the backward's (split-programs' "backward").
+    llvm::DenseSet<const Node *> forward(nodes.begin(), nodes.end());
+    for (Node *n : g.nodes())
+      if (!forward.count(n) && !n->is("Constant"))
+        n->setAttr(optimizer_io::kProgramAttr, Attribute::ofString(optimizer_io::kBackward));
     return b.takeError();
   }
 

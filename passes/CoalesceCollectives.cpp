@@ -14,8 +14,12 @@
 //
 // All-reduces another node reads (the loss's token counts), reductions by max
 // and other axes are left alone. A single all-reduce larger than a bucket is
-// a bucket of its own.
+// a bucket of its own; a bucket never mixes operands of two programs
+// (split-programs' tags: the loss is the forward's, the gradients the
+// backward's).
 //===----------------------------------------------------------------------===//
+#include "passes/AddOptimizer.h"
+#include "passes/SplitPrograms.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseSet.h"
 #include <map>
@@ -43,6 +47,10 @@ public:
 
   llvm::Error run(Graph &g) override {
     std::vector<Node *> order = g.nodes();
+    // The program each all-reduce runs in (split-programs' rule): a bucket
+    // never spans two.
+    llvm::DenseMap<const Node *, std::string> program = assignPrograms(g);
+    auto programOf = [&](const Node &n) { return program.lookup(&n); };
     std::vector<std::vector<Node *>> buckets;
     size_t bytes = 0;
     for (Node *n : order) {
@@ -50,8 +58,9 @@ public:
         continue;
       const TensorType &t = n->output()->type();
       size_t size = static_cast<size_t>(numElements(t.shape)) * dtypeSize(t.dtype);
-      bool sameType = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype;
-      if (buckets.empty() || !sameType || (bytes > 0 && bytes + size > bucketBytes_)) {
+      bool same = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype &&
+                  programOf(*buckets.back().front()) == programOf(*n);
+      if (buckets.empty() || !same || (bytes > 0 && bytes + size > bucketBytes_)) {
         buckets.emplace_back();
         bytes = 0;
       }
@@ -71,6 +80,8 @@ public:
       for (const auto &attr : members.front()->attrs())
         b->setAttr(attr.first, attr.second);
       b->setAttr("async", Attribute::ofInt(1));
+      if (std::string p = programOf(*members.front()); p != kForwardProgram)
+        b->setAttr(optimizer_io::kProgramAttr, Attribute::ofString(p));
       for (size_t i = 0; i < members.size(); ++i) {
         b->output(i)->type() = members[i]->output()->type();
         b->output(i)->sharding() = members[i]->output()->sharding();
@@ -98,6 +109,7 @@ public:
 private:
   std::string axis_ = "dp";
   size_t bucketBytes_ = 25'000'000; // DDP's default bucket_cap_mb
+
 
   /// A sum over the axis whose result no node reads (only graph outputs).
   bool candidate(const Graph &g, const Node &n) const {

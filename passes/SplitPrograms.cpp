@@ -2,6 +2,8 @@
 #include "passes/SplitPrograms.h"
 #include "passes/AddOptimizer.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <algorithm>
 #include <map>
 
 namespace partita {
@@ -12,26 +14,50 @@ static llvm::Error fail(const llvm::Twine &msg) {
 
 static bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight")); }
 
-llvm::Expected<std::vector<NamedProgram>> splitPrograms(const Graph &g) {
-  const std::string forward = "forward";
-  std::vector<std::string> order{forward};
+llvm::DenseMap<const Node *, std::string> assignPrograms(const Graph &g, bool separateBackward) {
   llvm::DenseMap<const Node *, std::string> programOf;
   for (const Node *n : g.nodes()) {
     if (isLeaf(n))
       continue;
     std::string p = n->stringAttr(optimizer_io::kProgramAttr, "");
+    if (p == optimizer_io::kBackward && !separateBackward)
+      p.clear();
     for (size_t i = 0; i < n->numInputs() && p.empty(); ++i)
       if (const Value *in = n->input(i); in && in->definingNode() && !isLeaf(in->definingNode()))
-        if (const std::string &q = programOf.lookup(in->definingNode()); q != forward)
+        if (const std::string &q = programOf.lookup(in->definingNode()); q != kForwardProgram)
           p = q;
-    if (p.empty())
-      p = forward;
-    if (std::find(order.begin(), order.end(), p) == order.end())
-      order.push_back(p);
-    programOf[n] = p;
+    programOf[n] = p.empty() ? kForwardProgram : p;
   }
+  return programOf;
+}
 
-  std::vector<NamedProgram> out;
+llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward) {
+  const std::string forward = kForwardProgram;
+  llvm::DenseMap<const Node *, std::string> programOf = assignPrograms(g, separateBackward);
+  std::vector<std::string> order{forward};
+  llvm::DenseMap<const Node *, size_t> position;
+  for (const Node *n : g.nodes()) {
+    position[n] = position.size();
+    if (!isLeaf(n) && std::find(order.begin(), order.end(), programOf.lookup(n)) == order.end())
+      order.push_back(programOf.lookup(n));
+  }
+  // Forward activations the backward reads.
+  std::vector<const Value *> saved;
+  llvm::DenseSet<const Value *> isSaved;
+  for (const Node *n : g.nodes())
+    if (!isLeaf(n) && programOf.lookup(n) == optimizer_io::kBackward)
+      for (const Value *in : n->inputs())
+        if (in && in->definingNode() && !isLeaf(in->definingNode()) &&
+            programOf.lookup(in->definingNode()) == forward && isSaved.insert(in).second)
+          saved.push_back(in);
+  std::sort(saved.begin(), saved.end(), [&](const Value *a, const Value *b) {
+    return std::make_pair(position.lookup(a->definingNode()), a->resultIndex()) <
+           std::make_pair(position.lookup(b->definingNode()), b->resultIndex());
+  });
+
+  ProgramSplit out;
+  for (const Value *v : saved)
+    out.saved.push_back(v->name());
   for (const std::string &p : order) {
     auto c = std::make_unique<Graph>();
     c->name = g.name;
@@ -82,14 +108,12 @@ llvm::Expected<std::vector<NamedProgram>> splitPrograms(const Graph &g) {
         const Node *def = in->definingNode();
         if (def && def->is("Constant")) {
           copyNode(def);
+        } else if ((def && def->is("Weight") && p != forward) || isSaved.count(in)) {
+          Value *v = c->addInput(in->name(), in->type());
+          copyInfo(in, v);
+          map[in] = v;
         } else if (def && def->is("Weight")) {
-          if (p == forward) {
-            copyNode(def);
-          } else {
-            Value *v = c->addInput(in->name(), in->type());
-            copyInfo(in, v);
-            map[in] = v;
-          }
+          copyNode(def);
         } else {
           return fail("value %" + in->name() + " is computed in program '" + programOf.lookup(def) +
                       "' and read by node " + n->describe() + " of program '" + p +
@@ -110,9 +134,13 @@ llvm::Expected<std::vector<NamedProgram>> splitPrograms(const Graph &g) {
       }
       c->outputs().push_back(map.lookup(o));
     }
+    if (p == forward)
+      for (const Value *v : saved)
+        if (!g.isGraphOutput(v))
+          c->outputs().push_back(map.lookup(v));
     if (auto err = c->sortTopologically())
       return fail(llvm::toString(std::move(err)));
-    out.push_back({p, std::move(c)});
+    out.programs.push_back({p, std::move(c)});
   }
   return out;
 }

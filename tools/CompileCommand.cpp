@@ -12,6 +12,7 @@
 #include "compiler/pass/PassManager.h"
 #include "passes/AddOptimizer.h"
 #include "passes/SplitPrograms.h"
+#include "passes/sharding/Layout.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/TieEmbeddings.h"
 #include "tools/Commands.h"
@@ -146,30 +147,34 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
 }
 
 /// Records in the plan the weights rank `r`'s step program updates (the
-/// forward program's grad.<w> outputs, in their order), with their local
-/// types and where merge writes them; every rank updates the same ones.
+/// backward program `local`'s grad.<w> outputs, in their order), with their
+/// local types, their layouts on every axis and where merge writes them;
+/// every rank updates the same ones.
 static llvm::Error recordParameters(const Graph &global, const Graph &local, const RankPlan &r, Plan &plan) {
   std::vector<std::string> names;
   std::vector<TensorType> types;
   std::vector<std::vector<ParamTarget>> targets;
+  std::vector<std::map<std::string, std::string>> layouts;
   for (const Value *out : local.outputs()) {
     llvm::StringRef n(out->name());
     if (!n.consume_front("grad."))
       continue;
-    const Value *w = local.findValue(n);
-    if (!w || !w->definingNode() || !w->definingNode()->is("Weight"))
-      return fail("gradient output %" + out->name() + " has no weight named " + n);
-    names.push_back(n.str());
-    types.push_back(w->type());
     const Value *gw = global.findValue(n);
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
       return fail("parameter " + n + " is no weight of the global graph");
+    names.push_back(n.str());
+    types.push_back(out->type()); // the gradient of the rank's shard, shaped like it
     targets.push_back(paramTargets(global, *gw->definingNode()));
+    std::map<std::string, std::string> layout;
+    for (const MeshAxis &a : global.mesh.axes)
+      layout[a.name] = layoutOf(gw, a.name).str();
+    layouts.push_back(std::move(layout));
   }
   if (r.rank == 0) {
     plan.params = names;
     plan.paramTypes = types;
     plan.paramTargets = targets;
+    plan.paramLayouts = layouts;
   } else if (plan.params != names) {
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
   }
@@ -342,17 +347,29 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (auto err = dpm.run(g))
       return err;
   }
-  // The forward program (forward and backward today), and with --train the
-  // optimizer's step and grad_norm programs.
-  auto programs = splitPrograms(g);
-  if (!programs)
-    return programs.takeError();
+  // The forward program; with --train the backward (joined to it by the
+  // saved activations) and the optimizer's grad_norm and step programs
+  // (--emit-gradients: one program returning the loss and the gradients).
+  auto split = splitPrograms(g, /*separateBackward=*/train);
+  if (!split)
+    return split.takeError();
+  std::vector<NamedProgram> *programs = &split->programs;
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
   plan.optimizer = adamw;
   plan.vocab = vocab;
   plan.inputs = replicaInputs;
-  plan.outputs = specsOf(programs->front().graph->outputs());
+  for (const Value *out : programs->front().graph->outputs()) // the saved activations are the backward's
+    if (std::find(split->saved.begin(), split->saved.end(), out->name()) == split->saved.end())
+      plan.outputs.push_back({out->name(), out->type()});
+  plan.saved = split->saved;
+  if (train) {
+    plan.schedule = "gradient-accumulation";
+    plan.scheduleOrder = {"forward", optimizer_io::kBackward, optimizer_io::kGradNorm, optimizer_io::kStep};
+    for (const NamedProgram &p : *programs)
+      if (std::find(plan.scheduleOrder.begin(), plan.scheduleOrder.end(), p.name) == plan.scheduleOrder.end())
+        return fail("no schedule runs program '" + p.name + "'");
+  }
   plan.coverage = g.coverage;
   plan.indexRanges = ranges;
   if (differentiate)
@@ -390,9 +407,7 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (usedAxes.count(a.name) && g.mesh.numDevices() > 1)
         key += a.name + ":" + std::to_string(r.coords.at(a.name)) + ",";
     if (auto it = written.find(key); it != written.end()) {
-      r.forward = it->second->forward;
-      r.step = it->second->step;
-      r.gradNorm = it->second->gradNorm;
+      r.programs = it->second->programs;
       r.sha256 = it->second->sha256;
       continue;
     }
@@ -425,17 +440,12 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (program.name == "forward") { // the one program with weights
         eo.externalDataFile = "weights.bin"; // never in the protobuf (its limit is 2 GB)
         eo.weightsByReference = !materializeWeights;
-        r.forward = rel;
-        if (train)
-          if (auto err = recordParameters(g, *local, r, plan))
-            return err;
-      } else if (program.name == optimizer_io::kStep) {
-        r.step = rel;
-      } else if (program.name == optimizer_io::kGradNorm) {
-        r.gradNorm = rel;
-      } else {
-        return fail("no plan entry for program '" + program.name + "'");
       }
+      if (program.name == optimizer_io::kBackward)
+        if (auto err = recordParameters(g, *local, r, plan))
+          return err;
+      r.programs[program.name] = rel;
+      plan.programIO[rel] = ProgramIO{specsOf(local->inputs()), specsOf(local->outputs())};
       if (auto err = exportOnnx(*local, onnxPath, eo))
         return err;
       if (auto err = recordProgramHash(r, dir, rel))

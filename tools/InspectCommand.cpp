@@ -96,8 +96,8 @@ int inspectMain() {
 
   std::string irFile = path("global.pir");
   for (const RankPlan &r : plan->ranks) // dp replicas share their program's folder
-    if (r.rank == onlyRank && llvm::StringRef(r.forward).endswith(".onnx"))
-      irFile = path(llvm::StringRef(r.forward).drop_back(5).str() + ".pir");
+    if (r.rank == onlyRank && llvm::StringRef(r.program("forward")).endswith(".onnx"))
+      irFile = path(llvm::StringRef(r.program("forward")).drop_back(5).str() + ".pir");
   auto ir = llvm::MemoryBuffer::getFile(irFile);
   if (!ir)
     return reportError(tool, llvm::createStringError(ir.getError(), "cannot read " + irFile));
@@ -115,40 +115,55 @@ int inspectMain() {
     std::vector<std::string> lines;
   };
   std::map<std::string, Sizes> sized;
+  // One program's sizes (cached by file: dp replicas share theirs).
+  auto sizeOf = [&](const std::string &rel) -> llvm::Expected<const Sizes *> {
+    if (auto it = sized.find(rel); it != sized.end())
+      return &it->second;
+    // Weights by reference: typed, never read.
+    auto g = importOnnx(path(rel), compiledProgramImport(plan->weightFilePaths()));
+    if (!g)
+      return g.takeError();
+    SizingDevice device;
+    auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
+    if (!program)
+      return program.takeError();
+    Sizes z;
+    for (const Node *n : (*g)->nodes())
+      if (n->domain() == "partita" && n->hasAttr("parts")) {
+        ++z.collectives;
+        z.comm += commBytes(*n);
+        std::string what = n->numInputs() > 1 ? "bucket of " + std::to_string(n->numInputs())
+                                              : n->input(0)->type().str();
+        z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3} (over {4})", n->op(), what,
+                                        commBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
+      }
+    z.weights = static_cast<double>((*program)->stats().weightBytes);
+    z.arena = static_cast<double>((*program)->stats().arenaBytes);
+    for (const std::string &name : plan->params)
+      if (const rt::TensorView *p = (*program)->staticTensor(name))
+        z.params += static_cast<double>(p->bytes());
+    return &sized.emplace(rel, std::move(z)).first->second;
+  };
   for (const RankPlan &r : plan->ranks) {
     if (onlyRank >= 0 && r.rank != onlyRank)
       continue;
-    auto it = sized.find(r.forward);
-    if (it == sized.end()) {
-      // Weights by reference: typed, never read.
-      auto g = importOnnx(path(r.forward), compiledProgramImport(plan->weightFilePaths()));
-      if (!g)
-        return reportError(tool, g.takeError());
-      SizingDevice device;
-      auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
-      if (!program)
-        return reportError(tool, program.takeError());
-      Sizes z;
-      for (const Node *n : (*g)->nodes())
-        if (n->domain() == "partita" && n->hasAttr("parts")) {
-          ++z.collectives;
-          z.comm += commBytes(*n);
-          std::string what = n->numInputs() > 1 ? "bucket of " + std::to_string(n->numInputs())
-                                                : n->input(0)->type().str();
-          z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3} (over {4})", n->op(), what,
-                                          commBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
-        }
-      z.weights = static_cast<double>((*program)->stats().weightBytes);
-      z.arena = static_cast<double>((*program)->stats().arenaBytes);
-      for (const std::string &name : plan->params)
-        if (const rt::TensorView *p = (*program)->staticTensor(name))
-          z.params += static_cast<double>(p->bytes());
-      it = sized.emplace(r.forward, std::move(z)).first;
+    // The rank's programs together (each has its own arena), in schedule order.
+    Sizes z;
+    for (const std::string &name : plan->scheduleOrder) {
+      auto one = sizeOf(r.program(name));
+      if (!one)
+        return reportError(tool, one.takeError());
+      z.weights += (*one)->weights;
+      z.arena += (*one)->arena;
+      z.params += (*one)->params;
+      z.comm += (*one)->comm;
+      z.collectives += (*one)->collectives;
+      for (const std::string &l : (*one)->lines)
+        z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
     }
-    const Sizes &z = it->second;
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        z.arena / 1e6, z.collectives, z.comm / 1e6);
-    if (!r.step.empty()) {
+    if (!r.program("step").empty()) {
       // Training: the parameters this rank updates, their gradients and
       // AdamW's two moments (the gradients' all-reduce over dp is one of the
       // program's collectives above).

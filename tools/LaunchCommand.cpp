@@ -141,9 +141,9 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
                 "), but -n " + llvm::Twine(n) + " was given");
   std::set<std::string> checked;
   for (const RankPlan &r : plan->ranks) {
-    if (!checked.insert(r.forward).second)
+    if (!checked.insert(r.program("forward")).second)
       continue; // a dp replica's program, checked with the first rank that runs it
-    std::string path = inDir(dir, r.forward);
+    std::string path = inDir(dir, r.program("forward"));
     auto buf = llvm::MemoryBuffer::getFile(path);
     if (!buf)
       return fail("rank " + llvm::Twine(r.rank) + ": missing program " + path);
@@ -319,7 +319,7 @@ int launchMain(int argc, char **argv) {
   auto plan = checkArtifacts(opts.planDir, worldSize);
   if (!plan)
     return reportError(tool, plan.takeError());
-  bool trainPlan = !plan->ranks.empty() && !plan->ranks[0].step.empty();
+  bool trainPlan = plan->schedule == "gradient-accumulation";
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
   auto tensors = readInputFiles(opts.inputs);

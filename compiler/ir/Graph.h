@@ -67,6 +67,11 @@ private:
   std::vector<Node *> users_;
 };
 
+/// The node attribute naming the program a node belongs to (autodiff and
+/// add-optimizer set it, split-programs reads it). IR only: the ONNX export
+/// leaves it out.
+inline constexpr const char *kProgramAttr = "program";
+
 class Node {
 public:
   const std::string &op() const { return op_; }

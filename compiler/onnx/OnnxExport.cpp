@@ -312,7 +312,8 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     for (const Value *out : n->outputs())
       np.add_output(out->name());
     for (const auto &[name, attr] : n->attrs())
-      exportAttribute(*np.add_attribute(), name, attr);
+      if (name != kProgramAttr)
+        exportAttribute(*np.add_attribute(), name, attr);
   }
   if (dataOut) {
     dataOut->close();

@@ -126,7 +126,12 @@ llvm::Expected<SliceSpec> sliceSpec(const Shape &in, const Tensor &starts, const
   s.start.assign(in.size(), 0);
   s.step.assign(in.size(), 1);
   int64_t rank = static_cast<int64_t>(in.size());
-  for (int64_t k = 0; k < starts.numel(); ++k) {
+  int64_t n = starts.numel();
+  if (ends.numel() != n || (axes && axes->numel() != n) || (steps && steps->numel() != n) || (!axes && n > rank)) {
+    const char *msg = "slice starts, ends, axes and steps must have one entry per sliced axis";
+    return c ? c->error(msg) : llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  }
+  for (int64_t k = 0; k < n; ++k) {
     int64_t axis = axes ? normalizeAxis(axes->intAt(k), rank) : k;
     if (axis < 0)
       return c ? c->error("slice axis out of range")

@@ -25,7 +25,7 @@ Plan makePlan(const Mesh &mesh) {
       rp.coords[it->name] = rem % it->size;
       rem /= it->size;
     }
-    rp.forward = "rank" + std::to_string(r) + "/forward.onnx";
+    rp.programs["forward"] = "rank" + std::to_string(r) + "/forward.onnx";
     p.ranks.push_back(rp);
   }
   for (const auto &axis : mesh.axes) {
@@ -98,16 +98,16 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
     llvm::json::Object coords;
     for (const auto &[k, v] : r.coords)
       coords[k] = v;
-    llvm::json::Object programs{{"forward", r.forward}};
-    if (!r.step.empty())
-      programs["step"] = r.step;
-    if (!r.gradNorm.empty())
-      programs["grad_norm"] = r.gradNorm;
+    llvm::json::Object programs;
+    for (const auto &[name, rel] : r.programs)
+      programs[name] = rel;
     llvm::json::Object hashes;
     for (const auto &[file, h] : r.sha256)
       hashes[file] = h;
-    programs["sha256"] = std::move(hashes);
-    ranks.push_back(llvm::json::Object{{"rank", r.rank}, {"coords", std::move(coords)}, {"programs", std::move(programs)}});
+    ranks.push_back(llvm::json::Object{{"rank", r.rank},
+                                       {"coords", std::move(coords)},
+                                       {"programs", std::move(programs)},
+                                       {"sha256", std::move(hashes)}});
   }
   llvm::json::Object groups;
   for (const auto &[axis, gs] : p.groups) {
@@ -153,7 +153,25 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array initializers;
   for (const InitializerClass &c : p.initializers)
     initializers.push_back(llvm::json::Object{{"name", c.name}, {"trainable", c.trainable}, {"reason", c.reason}});
-  llvm::json::Object root{{"format", "partita-plan-1"},
+  llvm::json::Object io;
+  for (const auto &[file, pio] : p.programIO)
+    io[file] = llvm::json::Object{{"inputs", specs(pio.inputs)}, {"outputs", specs(pio.outputs)}};
+  llvm::json::Array order, saved, layouts;
+  for (const std::string &n : p.scheduleOrder)
+    order.push_back(n);
+  for (const std::string &n : p.saved)
+    saved.push_back(n);
+  for (const auto &l : p.paramLayouts) {
+    llvm::json::Object o;
+    for (const auto &[axis, layout] : l)
+      o[axis] = layout;
+    layouts.push_back(std::move(o));
+  }
+  llvm::json::Object root{{"format", kPlanFormatName},
+                          {"program_io", std::move(io)},
+                          {"schedule", llvm::json::Object{{"kind", p.schedule}, {"order", std::move(order)},
+                                                          {"saved", std::move(saved)}}},
+                          {"param_layouts", std::move(layouts)},
                           {"world_size", p.worldSize()},
                           {"mesh", std::move(axes)},
                           {"ranks", std::move(ranks)},
@@ -190,8 +208,12 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     return fail(path, "corrupt plan (not JSON): " + llvm::toString(json.takeError()));
   const auto *root = json->getAsObject();
   auto bad = [&](const char *what) { return fail(path, llvm::Twine("corrupt plan: ") + what); };
-  if (!root || root->getString("format") != llvm::Optional<llvm::StringRef>("partita-plan-1"))
-    return bad("missing format partita-plan-1");
+  if (root && root->getString("format") == llvm::Optional<llvm::StringRef>("partita-plan-1"))
+    return fail(path, "a plan of format partita-plan-1 (an older Partita's: one program for forward and "
+                      "backward); this Partita runs " + llvm::Twine(kPlanFormatName) +
+                      ": recompile the model with partita compile");
+  if (!root || root->getString("format") != llvm::Optional<llvm::StringRef>(kPlanFormatName))
+    return bad("missing format partita-plan-2");
   Plan p;
   const auto *axes = root->getArray("mesh");
   if (!axes)
@@ -218,15 +240,10 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
       return bad("bad rank entry");
     RankPlan rp;
     rp.rank = *o->getInteger("rank");
-    rp.forward = progs->getString("forward")->str();
-    if (auto step = progs->getString("step"))
-      rp.step = step->str();
-    if (auto norm = progs->getString("grad_norm"))
-      rp.gradNorm = norm->str();
-    if (!rp.step.empty() && rp.gradNorm.empty())
-      return fail(path, "rank " + llvm::Twine(rp.rank) + " has a step program but no grad_norm program: the "
-                        "plan predates the optimizer in the graph; recompile it");
-    if (const auto *hashes = progs->getObject("sha256"))
+    for (const auto &kv : *progs)
+      if (auto rel = kv.second.getAsString())
+        rp.programs[kv.first.str()] = rel->str();
+    if (const auto *hashes = o->getObject("sha256"))
       for (const auto &kv : *hashes)
         if (auto h = kv.second.getAsString())
           rp.sha256[kv.first.str()] = h->str();
@@ -249,6 +266,33 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
         }
   if (!readSpecs(root->getArray("inputs"), p.inputs) || !readSpecs(root->getArray("outputs"), p.outputs))
     return bad("bad inputs/outputs");
+  if (const auto *io = root->getObject("program_io"))
+    for (const auto &kv : *io) {
+      const auto *o = kv.second.getAsObject();
+      ProgramIO pio;
+      if (!o || !readSpecs(o->getArray("inputs"), pio.inputs) || !readSpecs(o->getArray("outputs"), pio.outputs))
+        return bad("bad program_io entry");
+      p.programIO[kv.first.str()] = std::move(pio);
+    }
+  const auto *schedule = root->getObject("schedule");
+  if (!schedule || !schedule->getString("kind") || !schedule->getArray("order"))
+    return bad("no schedule (kind, order)");
+  p.schedule = schedule->getString("kind")->str();
+  p.scheduleOrder.clear();
+  auto strings = [](const llvm::json::Array *a, std::vector<std::string> &out) {
+    for (size_t i = 0; a && i < a->size(); ++i)
+      if (auto v = (*a)[i].getAsString())
+        out.push_back(v->str());
+      else
+        return false;
+    return true;
+  };
+  if (!strings(schedule->getArray("order"), p.scheduleOrder) || !strings(schedule->getArray("saved"), p.saved))
+    return bad("bad schedule entry");
+  for (const RankPlan &r : p.ranks)
+    for (const std::string &n : p.scheduleOrder)
+      if (r.program(n).empty())
+        return bad("a rank lacks a program the schedule runs");
   if (const auto *cov = root->getArray("coverage"))
     for (const auto &c : *cov)
       if (auto s = c.getAsString())
@@ -259,6 +303,20 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
         p.params.push_back(s->str());
   if (auto v = root->getInteger("vocab"))
     p.vocab = *v;
+  if (const auto *layouts = root->getArray("param_layouts")) {
+    for (const auto &l : *layouts) {
+      const auto *o = l.getAsObject();
+      if (!o)
+        return bad("bad param_layouts entry");
+      std::map<std::string, std::string> one;
+      for (const auto &kv : *o)
+        if (auto v = kv.second.getAsString())
+          one[kv.first.str()] = v->str();
+      p.paramLayouts.push_back(std::move(one));
+    }
+    if (p.paramLayouts.size() != p.params.size())
+      return bad("param_layouts do not match params");
+  }
   std::vector<TensorSpec> typeSpecs;
   if (const auto *types = root->getArray("param_types")) {
     if (!readSpecs(types, typeSpecs) || typeSpecs.size() != p.params.size())
@@ -439,18 +497,15 @@ ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
 }
 
 std::string rankWeightsFile(const RankPlan &r) {
-  llvm::SmallString<128> rel(llvm::sys::path::parent_path(r.forward, llvm::sys::path::Style::posix));
+  llvm::SmallString<128> rel(llvm::sys::path::parent_path(r.program("forward"), llvm::sys::path::Style::posix));
   llvm::sys::path::append(rel, llvm::sys::path::Style::posix, "weights.bin");
   return std::string(rel);
 }
 
 llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir, llvm::Optional<llvm::StringRef> forwardBytes) {
-  if (auto err = checkProgramHash(r, dir, r.forward, forwardBytes))
-    return err;
-  for (const std::string *program : {&r.step, &r.gradNorm})
-    if (!program->empty())
-      if (auto err = checkProgramHash(r, dir, *program))
-        return err;
+  for (const auto &[name, rel] : r.programs)
+    if (auto err = checkProgramHash(r, dir, rel, name == "forward" ? forwardBytes : llvm::None))
+      return err;
   std::string weights = rankWeightsFile(r);
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, weights);

@@ -45,24 +45,27 @@ struct WeightFile {
 struct RankPlan {
   int64_t rank = 0;
   std::map<std::string, int64_t> coords; // mesh axis -> coordinate
-  std::string forward;                   // program path relative to the plan's folder
-  std::string step;                      // optimizer step program (training plans), or empty
-  std::string gradNorm;                  // the gradient norm program (training plans), or empty
+  /// The rank's programs: name ("forward"; a training plan adds "backward",
+  /// "grad_norm" and "step") -> path relative to the plan's folder.
+  std::map<std::string, std::string> programs;
   /// SHA-256 (hex) of each program file, keyed by its path: a rank refuses a
   /// program that is not the one compiled for it. The programs' own weights
   /// file (rankWeightsFile) is one of them: it holds the rank's shards.
   std::map<std::string, std::string> sha256;
-  /// The rank's programs by name ("forward", and "step" in a training plan)
-  /// with their paths.
-  std::vector<std::pair<std::string, std::string>> programs() const {
-    std::vector<std::pair<std::string, std::string>> out{{"forward", forward}};
-    if (!step.empty())
-      out.push_back({"step", step});
-    if (!gradNorm.empty())
-      out.push_back({"grad_norm", gradNorm});
-    return out;
+  /// The path of program `name`, or "" when the rank has none.
+  std::string program(llvm::StringRef name) const {
+    auto it = programs.find(name.str());
+    return it == programs.end() ? std::string() : it->second;
   }
 };
+
+/// A program's inputs and outputs (plan.json `program_io`, by program file).
+struct ProgramIO {
+  std::vector<TensorSpec> inputs, outputs;
+};
+
+/// The plan format this Partita writes and reads (plan.json `format`).
+inline constexpr const char *kPlanFormatName = "partita-plan-2";
 
 struct Plan {
   Mesh mesh;
@@ -71,6 +74,16 @@ struct Plan {
   std::map<std::string, std::vector<std::vector<int64_t>>> groups;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<std::string> coverage;
+  /// Each program file's inputs and outputs.
+  std::map<std::string, ProgramIO> programIO;
+  /// What a rank runs per step: "inference" (forward) or
+  /// "gradient-accumulation" (forward and backward per micro-batch, then
+  /// grad_norm and step), the programs in that order.
+  std::string schedule = "inference";
+  std::vector<std::string> scheduleOrder{"forward"};
+  /// Training plans: the forward outputs the backward reads (activations
+  /// saved between a micro-batch's forward and its backward).
+  std::vector<std::string> saved;
   /// Training plans: the weights the step program updates, in the order of
   /// the forward program's gradient outputs (grad.<name>); the optimizer
   /// programs' inputs and outputs are named after them (optimizer_io).
@@ -78,6 +91,8 @@ struct Plan {
   /// Per param: the dtype and shape of one rank's shard (what the step
   /// program updates and launch writes; merge checks the files against it).
   std::vector<TensorType> paramTypes;
+  /// Per param: its layout on every mesh axis ("R", "S(d)"), axis -> layout.
+  std::vector<std::map<std::string, std::string>> paramLayouts;
   /// Per param: where `partita merge` writes it (at least one target).
   std::vector<std::vector<ParamTarget>> paramTargets;
   /// The model's external data files the programs read by reference.

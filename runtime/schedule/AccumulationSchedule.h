@@ -1,7 +1,7 @@
 //===- AccumulationSchedule.h - gradient accumulation over micro-batches ---===//
 //
-// A training step of M micro-batches on one pipeline stage: forward+backward
-// of micro-batch 0..M-1 (their gradients summed; the last one's may start
+// A training step of M micro-batches on one pipeline stage: forward, then
+// backward, of micro-batch 0..M-1 (their gradients summed; the last one's may start
 // their reduction while its backward runs), then the gradient reduction, then
 // the optimizer step.
 //===----------------------------------------------------------------------===//

@@ -9,8 +9,6 @@ const char *actionName(Action::Kind kind) {
     return "forward";
   case Action::Kind::Backward:
     return "backward";
-  case Action::Kind::ForwardBackward:
-    return "forward+backward";
   case Action::Kind::ReduceGradients:
     return "reduce gradients";
   case Action::Kind::OptimizerStep:

@@ -1,7 +1,7 @@
 //===- Schedule.h - the order in which a rank runs its programs -----------===//
 //
 // A schedule says what one rank does in one step, as a list of actions: the
-// forward of a micro-batch, its backward (or both in one program), the
+// forward of a micro-batch, its backward, the
 // reduction of the step's gradients, the optimizer step. It only orders; an
 // ActionRunner (the training loop, an inference run) carries each action out
 // on the session's programs. Every forward and backward names its
@@ -20,13 +20,12 @@ struct Action {
   enum class Kind {
     Forward,         // the forward program of a micro-batch
     Backward,        // the backward of a micro-batch whose forward ran before
-    ForwardBackward, // one program computing a micro-batch's loss and gradients
     ReduceGradients, // complete the step's gradient sums (over data-parallel replicas)
     OptimizerStep,   // update the parameters from the reduced gradients
   };
   Kind kind;
-  int64_t microBatch = -1; // Forward, Backward, ForwardBackward: which one
-  /// Backward, ForwardBackward: the step's last gradient contribution (the
+  int64_t microBatch = -1; // Forward, Backward: which one
+  /// Backward: the step's last gradient contribution (the
   /// gradient reduction may start as each gradient is complete).
   bool lastGradients = false;
 
@@ -35,7 +34,7 @@ struct Action {
   }
 };
 
-/// "forward", "backward", "forward+backward", "reduce gradients", "optimizer step".
+/// "forward", "backward", "reduce gradients", "optimizer step".
 const char *actionName(Action::Kind kind);
 
 class Schedule {

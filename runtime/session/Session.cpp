@@ -27,7 +27,7 @@ llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm:
   // before any rank starts).
   if (auto err = checkRankFiles(s->rankPlan(), planDir))
     return std::move(err);
-  for (const auto &[name, path] : s->rankPlan().programs())
+  for (const auto &[name, path] : s->rankPlan().programs)
     if (auto err = s->loadProgram(name, path, planDir))
       return std::move(err);
   return s;

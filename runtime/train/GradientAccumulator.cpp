@@ -5,9 +5,9 @@
 
 namespace partita::rt {
 
-GradientAccumulator::GradientAccumulator(Program &program, std::vector<std::string> gradOutputs,
+GradientAccumulator::GradientAccumulator(Program &loss, Program &gradients, std::vector<std::string> gradOutputs,
                                          std::vector<int64_t> numel, int64_t microBatches)
-    : program_(program), names_(std::move(gradOutputs)), numel_(std::move(numel)),
+    : lossProgram_(loss), program_(gradients), names_(std::move(gradOutputs)), numel_(std::move(numel)),
       micro_(std::max<int64_t>(1, microBatches)) {
   const auto &outs = program_.outputNames();
   for (const std::string &n : names_)
@@ -21,14 +21,14 @@ GradientAccumulator::GradientAccumulator(Program &program, std::vector<std::stri
     sums_[i].resize(static_cast<size_t>(numel_[i]));
     deferred_[i] = program_.reducedAsync(names_[i]);
   }
-  lossDeferred_ = program_.reducedAsync(outs[0]);
+  lossDeferred_ = lossProgram_.reducedAsync(lossProgram_.outputNames()[0]);
 }
 
 llvm::Expected<std::unique_ptr<GradientAccumulator>>
-GradientAccumulator::create(Program &program, std::vector<std::string> gradOutputs, std::vector<int64_t> numel,
-                            int64_t microBatches) {
+GradientAccumulator::create(Program &loss, Program &program, std::vector<std::string> gradOutputs,
+                            std::vector<int64_t> numel, int64_t microBatches) {
   std::unique_ptr<GradientAccumulator> a(
-      new GradientAccumulator(program, std::move(gradOutputs), std::move(numel), microBatches));
+      new GradientAccumulator(loss, program, std::move(gradOutputs), std::move(numel), microBatches));
   // The addends apply only to a reduction that does not defer: the last
   // micro-batch's. Their buffers live as long as this object.
   for (size_t i = 0; i < a->names_.size(); ++i)
@@ -36,7 +36,7 @@ GradientAccumulator::create(Program &program, std::vector<std::string> gradOutpu
       if (auto err = program.setReductionAddend(a->names_[i], a->sums_[i].data()))
         return std::move(err);
   if (a->lossDeferred_)
-    if (auto err = program.setReductionAddend(program.outputNames()[0], &a->lossPartial_))
+    if (auto err = loss.setReductionAddend(loss.outputNames()[0], &a->lossPartial_))
       return std::move(err);
   return std::move(a);
 }
@@ -45,15 +45,20 @@ void GradientAccumulator::beforeRun(int64_t micro) {
   if (micro == 0)
     lossSum_ = 0;
   program_.setDeferReductions(micro + 1 < micro_);
+  lossProgram_.setDeferReductions(micro + 1 < micro_);
 }
 
-void GradientAccumulator::afterRun(int64_t micro, const std::vector<TensorView> &outputs) {
+void GradientAccumulator::afterLoss(int64_t micro, const std::vector<TensorView> &outputs) {
   bool last = micro + 1 == micro_;
   float loss = *static_cast<const float *>(outputs[0].data);
   if (lossDeferred_ && !last) // this rank's partial: reduced with the last micro-batch's
     lossPartial_ = micro == 0 ? loss : lossPartial_ + loss;
   else
     lossSum_ += loss;
+}
+
+void GradientAccumulator::afterGradients(int64_t micro, const std::vector<TensorView> &outputs) {
+  bool last = micro + 1 == micro_;
   for (size_t i = 0; i < names_.size(); ++i) {
     float *g = static_cast<float *>(outputs[outputIndex_[i]].data);
     if (micro_ == 1 || (deferred_[i] && last)) { // complete: the program's own result

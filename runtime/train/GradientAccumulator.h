@@ -1,7 +1,7 @@
 //===- GradientAccumulator.h - gradient sums over a step's micro-batches ---===//
 //
-// The forward program computes the loss and every gradient; under data
-// parallelism it also all-reduces them over dp itself, in async buckets that
+// The forward program computes the loss, the backward every gradient; under
+// data parallelism they also all-reduce them over dp themselves, in async buckets that
 // compile placed where their last gradient is computed (coalesce-collectives).
 // Over M micro-batches this sums each gradient, with every reduction run
 // once: the program defers its reductions in micro-batches 1..M-1 (DDP's
@@ -21,18 +21,21 @@ namespace partita::rt {
 
 class GradientAccumulator {
 public:
-  /// `gradOutputs[i]` names the program output of parameter i's gradient
-  /// (f32, `numel[i]` elements); output 0 is the loss. The program's
-  /// deferred reductions get their addends (the sums kept here) once.
-  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Program &program,
+  /// `gradOutputs[i]` names `gradients`' output of parameter i's gradient
+  /// (f32, `numel[i]` elements); `loss`'s output 0 is the loss (the same
+  /// program when one computes both). The programs' deferred reductions get
+  /// their addends (the sums kept here) once.
+  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Program &loss, Program &gradients,
                                                                      std::vector<std::string> gradOutputs,
                                                                      std::vector<int64_t> numel, int64_t microBatches);
 
-  /// Sets the program up for micro-batch `micro` (0-based) of a step: the
+  /// Sets the programs up for micro-batch `micro` (0-based) of a step: the
   /// last one reduces, the others defer.
   void beforeRun(int64_t micro);
-  /// Takes micro-batch `micro`'s outputs (valid until the program's next run).
-  void afterRun(int64_t micro, const std::vector<TensorView> &outputs);
+  /// Takes micro-batch `micro`'s loss program outputs (the loss: output 0).
+  void afterLoss(int64_t micro, const std::vector<TensorView> &outputs);
+  /// Takes micro-batch `micro`'s gradient program outputs (valid until its next run).
+  void afterGradients(int64_t micro, const std::vector<TensorView> &outputs);
 
   /// Parameter i's gradient summed over the step's micro-batches (after the
   /// last afterRun; the program's output buffer or a sum kept here).
@@ -41,10 +44,10 @@ public:
   double lossSum() const { return lossSum_; }
 
 private:
-  GradientAccumulator(Program &program, std::vector<std::string> gradOutputs, std::vector<int64_t> numel,
-                      int64_t microBatches);
+  GradientAccumulator(Program &loss, Program &gradients, std::vector<std::string> gradOutputs,
+                      std::vector<int64_t> numel, int64_t microBatches);
 
-  Program &program_;
+  Program &lossProgram_, &program_;
   std::vector<std::string> names_;
   std::vector<int64_t> numel_;
   int64_t micro_;

@@ -1,7 +1,9 @@
 //===- Trainer.cpp - the training loop of one rank ------------------------===//
 //
-// Per step, the accumulation schedule's actions: forward+backward per
-// micro-batch (gradients summed in the GradientAccumulator; under data
+// Per step, the accumulation schedule's actions: forward, then backward, per
+// micro-batch (the backward reads the activations the forward saved, its
+// weights and the micro-batch's inputs; gradients summed in the
+// GradientAccumulator; under data
 // parallelism the program all-reduces them over dp itself, in buckets that
 // overlap its backward, once per step), then the grad_norm program for
 // clipping and the step program, which scales the sums to the clipped mean
@@ -59,24 +61,26 @@ llvm::Expected<ForwardFeeds> forwardFeeds(const Program &fwd, const TrainOptions
 
 class TrainingRun final : public ActionRunner {
 public:
-  TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &stepProgram, Program &gradNorm,
-              TokenFile tokens)
-      : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), stepProgram_(stepProgram), gradNorm_(gradNorm),
-        tokens_(std::move(tokens)),
+  TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &bwd, Program &stepProgram,
+              Program &gradNorm, TokenFile tokens)
+      : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), bwd_(bwd), stepProgram_(stepProgram),
+        gradNorm_(gradNorm), tokens_(std::move(tokens)),
         schedule_(o.microBatches), profile_(o.profile), dpSize_(session.axisSize("dp")) {}
   llvm::Error prepare(llvm::StringRef outDir);
   llvm::Error trainAll(llvm::StringRef outDir);
   llvm::Error run(const Action &action) override;
 
 private:
-  llvm::Error forwardBackward(const Action &action);
+  llvm::Error forward(const Action &action);
+  llvm::Error backward(const Action &action);
+  llvm::Error bindBackwardInputs();
   llvm::Error reduceGradients();
   llvm::Error optimizerStep();
 
   Session &session_;
   const Plan &plan_;
   const TrainOptions &o_;
-  Program &fwd_, &stepProgram_, &gradNorm_;
+  Program &fwd_, &bwd_, &stepProgram_, &gradNorm_;
   TokenFile tokens_;
   AccumulationSchedule schedule_;
   StepProfile profile_;
@@ -87,6 +91,20 @@ private:
   std::unique_ptr<GradientAccumulator> grads_;
   std::optional<AdamWState> adam_;
   std::optional<LossLog> log_; // rank 0
+  /// Where each backward input comes from: a forward output (a saved
+  /// activation, by index), a forward weight, or a feed of the micro-batch.
+  struct BackwardInput {
+    std::string name;
+    int savedIndex = -1;
+    const TensorView *weight = nullptr;
+  };
+  std::vector<BackwardInput> bwdInputs_;
+  /// The micro-batch whose forward ran last: its feeds and outputs (valid
+  /// until the forward's next run), which its backward reads.
+  int64_t forwardMicro_ = -1;
+  Tensor ids_, labels_;
+  llvm::StringMap<TensorView> forwardFeeds_;
+  std::vector<TensorView> forwardOutputs_;
   // The step being run (1-based).
   int step_ = 0;
   int64_t microBatchesRun_ = 0; // this step's
@@ -118,23 +136,28 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   }
   std::vector<std::string> gradOutputs;
   std::vector<int64_t> numel;
-  const auto &outs = fwd_.outputNames();
+  const auto &outs = bwd_.outputNames();
+  if (auto err = bindBackwardInputs())
+    return err;
   for (size_t i = 0; i < params_.size(); ++i) {
     gradOutputs.push_back("grad." + plan_.params[i]);
     if (std::find(outs.begin(), outs.end(), gradOutputs.back()) == outs.end())
-      return fail("the forward program has no gradient output for '" + plan_.params[i] + "'");
+      return fail("the backward program has no gradient output for '" + plan_.params[i] + "'");
     numel.push_back(params_[i]->numel());
   }
   auto adam = AdamWState::create(stepProgram_, plan_.params, params_, plan_.optimizer);
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
-  auto grads = GradientAccumulator::create(fwd_, std::move(gradOutputs), std::move(numel), schedule_.microBatches());
+  auto grads =
+      GradientAccumulator::create(fwd_, bwd_, std::move(gradOutputs), std::move(numel), schedule_.microBatches());
   if (!grads)
     return grads.takeError();
   grads_ = std::move(*grads);
   fwd_.setOverlapCollectives(!o_.noOverlap);
+  bwd_.setOverlapCollectives(!o_.noOverlap);
   fwd_.setProfiling(o_.profile, o_.profileByNode);
+  bwd_.setProfiling(o_.profile, o_.profileByNode);
   stepProgram_.setProfiling(o_.profile, o_.profileByNode);
   gradNorm_.setProfiling(o_.profile, o_.profileByNode);
   return llvm::Error::success();
@@ -142,40 +165,73 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
 
 llvm::Error TrainingRun::run(const Action &action) {
   switch (action.kind) {
-  case Action::Kind::ForwardBackward:
-    return forwardBackward(action);
+  case Action::Kind::Forward:
+    return forward(action);
+  case Action::Kind::Backward:
+    return backward(action);
   case Action::Kind::ReduceGradients:
     return reduceGradients();
   case Action::Kind::OptimizerStep:
     return skipped_ ? llvm::Error::success() : optimizerStep();
-  case Action::Kind::Forward:
-  case Action::Kind::Backward:
-    break;
   }
-  return fail(llvm::Twine("the training loop has no separate ") + actionName(action.kind) +
-              " program yet (the forward program computes the gradients)");
+  return fail(llvm::Twine("the training loop cannot run ") + actionName(action.kind));
 }
 
-llvm::Error TrainingRun::forwardBackward(const Action &action) {
+llvm::Error TrainingRun::bindBackwardInputs() {
+  const auto &outs = fwd_.outputNames();
+  for (const auto &in : bwd_.inputs()) {
+    BackwardInput b{in.name};
+    if (auto it = std::find(outs.begin(), outs.end(), in.name); it != outs.end())
+      b.savedIndex = static_cast<int>(it - outs.begin());
+    else if (!(b.weight = fwd_.staticTensor(in.name)) && in.name != feeds_.idsName && in.name != feeds_.labelsName &&
+             !feeds_.constants.count(in.name))
+      return fail("the backward program's input '" + in.name +
+                  "' is no forward output, forward weight or input of the micro-batch");
+    bwdInputs_.push_back(std::move(b));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::forward(const Action &action) {
   // Global batch of a step: dp x micro-batches x B sequences; this replica
   // takes its dp block, micro-batch by micro-batch.
   std::vector<int64_t> ids, labels;
   if (auto err = sampler_->fill(step_, action.microBatch, plan_.vocab, ids, labels))
     return err;
-  Tensor idsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids),
-         labelsT = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
-  llvm::StringMap<TensorView> feeds;
-  feeds[feeds_.idsName] = viewOf(idsT);
-  feeds[feeds_.labelsName] = viewOf(labelsT);
+  ids_ = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids);
+  labels_ = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
+  llvm::StringMap<TensorView> &feeds = forwardFeeds_;
+  feeds.clear();
+  feeds[feeds_.idsName] = viewOf(ids_);
+  feeds[feeds_.labelsName] = viewOf(labels_);
   for (const auto &c : feeds_.constants)
     feeds[c.getKey()] = viewOf(c.getValue());
   grads_->beforeRun(action.microBatch);
   auto outs = fwd_.run(feeds);
   if (!outs)
     return outs.takeError();
-  grads_->afterRun(action.microBatch, *outs);
+  grads_->afterLoss(action.microBatch, *outs);
+  forwardOutputs_ = std::move(*outs);
+  forwardMicro_ = action.microBatch;
+  profile_.phase("forward");
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::backward(const Action &action) {
+  if (action.microBatch != forwardMicro_)
+    return fail("backward of micro-batch " + llvm::Twine(action.microBatch) + " after the forward of " +
+                llvm::Twine(forwardMicro_) + ": this loop keeps one micro-batch's saved activations");
+  llvm::StringMap<TensorView> feeds;
+  for (const BackwardInput &b : bwdInputs_)
+    feeds[b.name] = b.savedIndex >= 0 ? forwardOutputs_[b.savedIndex]
+                    : b.weight        ? *b.weight
+                                      : forwardFeeds_.lookup(b.name);
+  auto outs = bwd_.run(feeds);
+  if (!outs)
+    return outs.takeError();
+  grads_->afterGradients(action.microBatch, *outs);
   ++microBatchesRun_;
-  profile_.phase("forward+backward");
+  profile_.phase("backward");
   return llvm::Error::success();
 }
 
@@ -241,6 +297,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       continue;
     if (step_ == 1) { // the first step includes one-time set-up
       fwd_.clearProfile();
+      bwd_.clearProfile();
       stepProgram_.clearProfile();
       gradNorm_.clearProfile();
     }
@@ -253,7 +310,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     }
   }
   if (o_.profile && session_.rank() == 0 && o_.steps > 1)
-    profile_.print(llvm::outs(), o_.steps, {{"forward+backward program", &fwd_}, {"optimizer program", &stepProgram_},
+    profile_.print(llvm::outs(), o_.steps, {{"forward program", &fwd_}, {"backward program", &bwd_}, {"optimizer program", &stepProgram_},
                                                {"gradient norm program", &gradNorm_}},
                    o_.profileByNode);
   return writeParameterShards(outDir, session_.rank(), plan_.params, params_);
@@ -262,14 +319,15 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
 } // namespace
 
 llvm::Error train(Session &session, const TrainOptions &o, llvm::StringRef outDir) {
-  Program *fwd = session.program("forward"), *step = session.program("step"), *norm = session.program("grad_norm");
-  if (!fwd || !step || !norm)
+  Program *fwd = session.program("forward"), *bwd = session.program("backward"), *step = session.program("step"),
+          *norm = session.program("grad_norm");
+  if (!fwd || !bwd || !step || !norm)
     return fail("the plan gives rank " + llvm::Twine(session.rank()) +
-                " no forward, step and grad_norm programs: compile it with --train");
+                " no forward, backward, grad_norm and step programs: compile it with --train");
   auto tokens = TokenFile::open(o.data, o.dataDtype);
   if (!tokens)
     return tokens.takeError();
-  TrainingRun run(session, o, *fwd, *step, *norm, std::move(*tokens));
+  TrainingRun run(session, o, *fwd, *bwd, *step, *norm, std::move(*tokens));
   if (auto err = run.prepare(outDir))
     return err;
   return run.trainAll(outDir);

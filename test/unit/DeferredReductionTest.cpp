@@ -42,7 +42,7 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
       return fail(llvm::toString(p.takeError()));
     if (!(*p)->reducedAsync("grad.w") || !(*p)->reducedAsync("loss"))
       return fail("the bucket's results are not async reductions");
-    auto created = GradientAccumulator::create(**p, {"grad.w"}, {3}, M);
+    auto created = GradientAccumulator::create(**p, **p, {"grad.w"}, {3}, M);
     if (!created)
       return fail(llvm::toString(created.takeError()));
     GradientAccumulator &acc = **created;
@@ -57,7 +57,8 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
       const float *gw = static_cast<const float *>((*outs)[1].data);
       if (m + 1 < M && gw[2] != in[2]) // deferred: this rank's own value
         fail("micro-batch " + std::to_string(m) + " was reduced: " + std::to_string(gw[2]));
-      acc.afterRun(m, *outs);
+      acc.afterLoss(m, *outs);
+      acc.afterGradients(m, *outs);
     }
     // Sum over ranks (1 + 2) and micro-batches (1 + 2 + 3): 18 times {1, 10, 100}.
     for (int k = 0; k < 3; ++k)

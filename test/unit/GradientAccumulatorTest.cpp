@@ -21,7 +21,7 @@ TEST(GradientAccumulator, SumsEveryMicroBatchAndTheLoss) {
   CpuDevice device;
   auto p = Program::load(**g, device);
   ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
-  auto created = GradientAccumulator::create(**p, {"grad.w"}, {2}, 3);
+  auto created = GradientAccumulator::create(**p, **p, {"grad.w"}, {2}, 3);
   ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
   GradientAccumulator &acc = **created;
   for (int step = 0; step < 2; ++step) { // the second step starts afresh
@@ -32,7 +32,8 @@ TEST(GradientAccumulator, SumsEveryMicroBatchAndTheLoss) {
       feeds["x"] = TensorView{DType::F32, {2}, x.data()};
       auto outs = (*p)->run(feeds);
       ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
-      acc.afterRun(micro, *outs);
+      acc.afterLoss(micro, *outs);
+      acc.afterGradients(micro, *outs);
     }
     EXPECT_EQ(acc.lossSum(), 66.0);
     EXPECT_EQ(acc.gradient(0)[0], 12.0f);

@@ -28,7 +28,7 @@ inline std::map<std::string, std::unique_ptr<Graph>> optimizerPrograms(llvm::Str
   auto programs = splitPrograms(**g);
   EXPECT_TRUE(static_cast<bool>(programs)) << llvm::toString(programs.takeError());
   if (programs)
-    for (NamedProgram &p : *programs)
+    for (NamedProgram &p : programs->programs)
       out[p.name] = std::move(p.graph);
   return out;
 }

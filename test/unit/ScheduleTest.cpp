@@ -1,6 +1,7 @@
 #include "runtime/schedule/AccumulationSchedule.h"
 #include "runtime/schedule/InferenceSchedule.h"
 #include <gtest/gtest.h>
+#include <optional>
 
 using namespace partita::rt;
 using Kind = Action::Kind;
@@ -10,9 +11,9 @@ TEST(Schedule, InferenceIsOneForward) {
 }
 
 TEST(Schedule, AccumulationRunsEveryMicroBatchThenReducesThenSteps) {
-  std::vector<Action> expected = {{Kind::ForwardBackward, 0, false},
-                                  {Kind::ForwardBackward, 1, false},
-                                  {Kind::ForwardBackward, 2, true},
+  std::vector<Action> expected = {{Kind::Forward, 0},           {Kind::Backward, 0, false},
+                                  {Kind::Forward, 1},           {Kind::Backward, 1, false},
+                                  {Kind::Forward, 2},           {Kind::Backward, 2, true},
                                   {Kind::ReduceGradients},
                                   {Kind::OptimizerStep}};
   EXPECT_EQ(AccumulationSchedule(3).step(), expected);
@@ -21,15 +22,16 @@ TEST(Schedule, AccumulationRunsEveryMicroBatchThenReducesThenSteps) {
 TEST(Schedule, AccumulationOfOneMicroBatchIsItsLast) {
   for (int64_t m : {1, 0, -2}) {
     std::vector<Action> actions = AccumulationSchedule(m).step();
-    ASSERT_EQ(actions.size(), 3u);
-    EXPECT_EQ(actions[0], (Action{Kind::ForwardBackward, 0, true}));
+    ASSERT_EQ(actions.size(), 4u);
+    EXPECT_EQ(actions[0], (Action{Kind::Forward, 0}));
+    EXPECT_EQ(actions[1], (Action{Kind::Backward, 0, true}));
   }
 }
 
 namespace {
 struct Recorder final : ActionRunner {
   std::vector<Action> seen;
-  Kind failOn = Kind::Backward;
+  std::optional<Kind> failOn; // none: every action succeeds
   llvm::Error run(const Action &a) override {
     seen.push_back(a);
     if (a.kind == failOn)
@@ -50,5 +52,5 @@ TEST(Schedule, RunStepStopsAtTheFirstError) {
   r.failOn = Kind::ReduceGradients;
   llvm::Error err = runStep(AccumulationSchedule(2), r);
   EXPECT_EQ(llvm::toString(std::move(err)), "reduce gradients");
-  EXPECT_EQ(r.seen.size(), 3u); // the optimizer step never ran
+  EXPECT_EQ(r.seen.size(), 5u); // two forwards and backwards, then the failing reduction; no optimizer step
 }

@@ -15,7 +15,7 @@
 // CHECK: partita.AllReduce({{.*}}) {axis = "tp"} : f32[2,4] {R,R}
 // CHECK: %loss = Div(
 // CHECK-NOT: partita.AllGather
-// CHECK: %grad.w = Identity({{.*}}) : f32[8,16] {R,S(tp)}
+// CHECK: %grad.w = Identity({{.*}}) {program = "backward"} : f32[8,16] {R,S(tp)}
 // CHECK-NOT: partita.AllGather
 // CHECK: %logits = partita.AllGather(%[[LOGITS]]) {axis = "tp", dim = 2}
 // CHECK-NOT: partita.AllGather

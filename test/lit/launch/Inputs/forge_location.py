@@ -22,7 +22,7 @@ with open(os.path.join(plan_dir, "plan.json")) as f:
     plan = json.load(f)
 digest = hashlib.sha256(open(prog, "rb").read()).hexdigest()
 for r in plan["ranks"]:
-    if "rank0/forward.onnx" in r["programs"]["sha256"]:
-        r["programs"]["sha256"]["rank0/forward.onnx"] = digest
+    if "rank0/forward.onnx" in r["sha256"]:
+        r["sha256"]["rank0/forward.onnx"] = digest
 with open(os.path.join(plan_dir, "plan.json"), "w") as f:
     json.dump(plan, f, indent=2)

@@ -20,7 +20,7 @@ if os.path.exists(plan_path):
         plan = json.load(f)
     digest = hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest()
     for r in plan["ranks"]:
-        hashes = r["programs"].get("sha256", {})
+        hashes = r.get("sha256", {})
         if rel in hashes:
             hashes[rel] = digest
     with open(plan_path, "w") as f:
