@@ -26,7 +26,7 @@ build/tools/partita compile "$work/gpt.onnx" --train -o "$work/out" >/dev/null
 for threads in "${thread_counts[@]}"; do
 build/tools/partita launch -n 1 "$work/out" --steps "$steps" --data "$work/tokens.npy" --batch 4 --seq 128 \
   --lr 1e-4 --threads "$threads" --output-dir "$work/res" --profile >"$work/profile.txt"
-gemm=$(awk '/program by op type/ {p = /forward/} p && / ms  (MatMul|partita.Linear|Gemm) x/ {t += $1} END {print t}' \
+gemm=$(awk '/program by op type/ {p = /forward|backward/} p && / ms  (MatMul|partita.Linear|Gemm) x/ {t += $1} END {print t}' \
   "$work/profile.txt")
 ours=$(/usr/bin/python3 -c "
 import csv, statistics

@@ -6,7 +6,7 @@
 // gradients through inputs rather than their values: per weight w
 //   accumulated_grad.w, adam_m.w, adam_v.w   inputs laid out as w is
 //   updated.w, updated.adam_m.w, updated.adam_v.w = AdamW(lr, bc1, bc2, w,
-//       accumulated_grad.w · grad_scale, adam_m.w, adam_v.w)      (program "step")
+//       accumulated_grad.w, adam_m.w, adam_v.w, grad_scale)       (program "step")
 // and grad_norm = √(Σ_w Σ accumulated_grad.w²)                   (program "grad_norm")
 // with scalar inputs lr, bias_correction1/2 and grad_scale. The new inputs
 // take their weight's sharding, so propagate-sharding carries every split of
@@ -104,8 +104,7 @@ public:
       std::string key = llvm::join(axes.begin(), axes.end(), ",");
       Value *&sum = sums[key];
       sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
-      Value *scaled = tag(b.op("Mul", {grad, scale}), io::kStep);
-      Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, scaled, m, v},
+      Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, grad, m, v, scale},
                                 {io::updated(p), io::updated(io::moment1(p)), io::updated(io::moment2(p))}, "partita");
       adam->setAttr("beta1", Attribute::ofFloat(o_.beta1));
       adam->setAttr("beta2", Attribute::ofFloat(o_.beta2));

@@ -18,12 +18,14 @@ public:
     const float *p = ctx.inputs[3].as<float>(), *g = ctx.inputs[4].as<float>();
     const float *m = ctx.inputs[5].as<float>(), *v = ctx.inputs[6].as<float>();
     float *po = ctx.outputs[0].as<float>(), *mo = ctx.outputs[1].as<float>(), *vo = ctx.outputs[2].as<float>();
+    float scale = ctx.inputs.size() > 7 ? *ctx.inputs[7].as<float>() : 1.0f;
     float decay = 1.0f - lr * wd_, step = lr / bc1, invRootBc2 = 1.0f / std::sqrt(bc2);
     float b1 = b1_, b2 = b2_, eps = eps_;
     parallelFor(ctx.inputs[3].numel(), 1 << 15, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) {
-        float mi = b1 * m[i] + (1.0f - b1) * g[i];
-        float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        float gi = scale * g[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
         mo[i] = mi;
         vo[i] = vi;
         po[i] = p[i] * decay - step * mi / (std::sqrt(vi) * invRootBc2 + eps);

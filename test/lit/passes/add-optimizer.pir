@@ -15,8 +15,7 @@
 // CHECK-SAME: %accumulated_grad.w2: f32[8,8] {S(tp),R}, %adam_m.w2: f32[8,8] {S(tp),R}, %adam_v.w2: f32[8,8] {S(tp),R},
 // CHECK-SAME: %accumulated_grad.b: f32[8] {R}, %adam_m.b: f32[8] {R}, %adam_v.b: f32[8] {R})
 // CHECK: %[[SQ1:.*]] = ReduceSum({{.*}}) {keepdims = 0, program = "grad_norm"} : f32[] {} partial(tp)
-// CHECK: %[[G1:.*]] = Mul(%accumulated_grad.w1, %grad_scale) {program = "step"} : f32[8,8] {R,S(tp)}
-// CHECK-NEXT: %updated.w1, %updated.adam_m.w1, %updated.adam_v.w1 = partita.AdamW(%lr, %bias_correction1, %bias_correction2, %w1, %[[G1]], %adam_m.w1, %adam_v.w1)
+// CHECK-NEXT: %updated.w1, %updated.adam_m.w1, %updated.adam_v.w1 = partita.AdamW(%lr, %bias_correction1, %bias_correction2, %w1, %accumulated_grad.w1, %adam_m.w1, %adam_v.w1, %grad_scale)
 // CHECK-SAME: {beta1 = 0.8, beta2 = 0.999, epsilon = 1e-08, program = "step", weight_decay = 0.1} : f32[8,8] {R,S(tp)}, f32[8,8] {R,S(tp)}, f32[8,8] {R,S(tp)}
 // CHECK: %[[SQ2:.*]] = ReduceSum({{.*}}) {keepdims = 0, program = "grad_norm"} : f32[] {} partial(tp)
 // CHECK-NEXT: %[[SPLIT:.*]] = Add(%[[SQ1]], %[[SQ2]]) {program = "grad_norm"} : f32[] {} partial(tp)
