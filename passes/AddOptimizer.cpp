@@ -56,9 +56,10 @@ public:
       Value *wv = g.findValue(w);
       if (!wv || !wv->definingNode() || !wv->definingNode()->is("Weight"))
         return passError(name(), "gradient output %" + out->name() + " has no weight named '" + w + "'");
-      if (!isFloat(wv->type().dtype) || out->type() != wv->type())
+      if (wv->type().dtype != DType::F32 || out->type() != wv->type())
         return passError(name(), "gradient output %" + out->name() + " is " + out->type().str() + ", weight %" +
-                                     w + " is " + wv->type().str() + ": AdamW needs a float gradient of its shape");
+                                     w + " is " + wv->type().str() +
+                                     ": AdamW here updates f32 weights with an f32 gradient of their shape");
       weights.push_back(wv);
     }
     if (weights.empty())

@@ -108,16 +108,22 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
         const Node *def = in->definingNode();
         if (def && def->is("Constant")) {
           copyNode(def);
-        } else if ((def && def->is("Weight") && p != forward) || isSaved.count(in)) {
+        } else if (def && def->is("Weight") && p == forward) {
+          copyNode(def);
+        } else if ((def && def->is("Weight") && (p == optimizer_io::kBackward || p == optimizer_io::kStep)) ||
+                   (isSaved.count(in) && p == optimizer_io::kBackward)) {
+          // What the runtime binds: the forward's weights (the backward's
+          // products, the step's updates) and saved activations (the backward's).
           Value *v = c->addInput(in->name(), in->type());
           copyInfo(in, v);
           map[in] = v;
-        } else if (def && def->is("Weight")) {
-          copyNode(def);
         } else {
-          return fail("value %" + in->name() + " is computed in program '" + programOf.lookup(def) +
-                      "' and read by node " + n->describe() + " of program '" + p +
-                      "': programs meet only through graph inputs, outputs and weights");
+          std::string from = def && def->is("Weight") ? "a weight of program 'forward'"
+                                                      : "computed in program '" + programOf.lookup(def) + "'";
+          return fail("value %" + in->name() + " is " + from + " and read by node " + n->describe() +
+                      " of program '" + p + "': programs meet only through graph inputs and outputs, the "
+                      "forward's weights (read by the backward and the step) and its saved activations (read "
+                      "by the backward)");
         }
       }
       copyNode(n);

@@ -5,9 +5,9 @@
 // step and grad_norm), or, untagged, to that of the first input made by a
 // tagged program's node (a collective the planner placed for it), else to
 // "forward". Programs meet through graph inputs, outputs and weights: a
-// weight another program reads becomes an input of that program of the same
-// name, type and sharding (the runtime binds it to the forward program's
-// buffer); a constant is copied into each program that reads it. The one
+// weight the backward or the step reads becomes an input of that program of
+// the same name, type and sharding (the runtime binds it to the forward
+// program's buffer); a constant is copied into each program that reads it. The one
 // other edge allowed is forward -> backward: an activation the backward
 // reads is saved, an output of the forward and an input of the backward of
 // the same name (what a schedule keeps between a micro-batch's forward and

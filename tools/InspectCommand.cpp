@@ -138,7 +138,8 @@ int inspectMain() {
                                         commBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
       }
     z.weights = static_cast<double>((*program)->stats().weightBytes);
-    z.arena = static_cast<double>((*program)->stats().arenaBytes);
+    // The arena and the outputs' own buffers (the forward's saved activations).
+    z.arena = static_cast<double>((*program)->stats().arenaBytes + (*program)->stats().outputBytes);
     for (const std::string &name : plan->params)
       if (const rt::TensorView *p = (*program)->staticTensor(name))
         z.params += static_cast<double>(p->bytes());

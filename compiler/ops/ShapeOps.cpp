@@ -146,7 +146,10 @@ llvm::Expected<SliceSpec> sliceSpec(const Shape &in, const Tensor &starts, const
     // ceil(span / stride) without overflow (the bounds are clamped to the
     // dimension, the step may be any int64).
     auto count = [](int64_t span, int64_t stride) { return span > 0 ? (span - 1) / stride + 1 : 0; };
-    if (step > 0) {
+    if (dim == 0) {
+      b = 0;
+      s.outShape[axis] = 0;
+    } else if (step > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
       s.outShape[axis] = count(e - b, step);

@@ -208,10 +208,12 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     return fail(path, "corrupt plan (not JSON): " + llvm::toString(json.takeError()));
   const auto *root = json->getAsObject();
   auto bad = [&](const char *what) { return fail(path, llvm::Twine("corrupt plan: ") + what); };
-  if (root && root->getString("format") == llvm::Optional<llvm::StringRef>("partita-plan-1"))
-    return fail(path, "a plan of format partita-plan-1 (an older Partita's: one program for forward and "
-                      "backward); this Partita runs " + llvm::Twine(kPlanFormatName) +
-                      ": recompile the model with partita compile");
+  if (auto format = root ? root->getString("format") : llvm::None;
+      format && format->startswith("partita-plan-") && *format != kPlanFormatName)
+    return fail(path, "a plan of format " + *format +
+                          (*format == "partita-plan-1" ? " (an older Partita's: one program for forward and backward)"
+                                                       : "") +
+                          "; this Partita runs " + kPlanFormatName + ": recompile the model with partita compile");
   if (!root || root->getString("format") != llvm::Optional<llvm::StringRef>(kPlanFormatName))
     return bad("missing format partita-plan-2");
   Plan p;
@@ -292,7 +294,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   for (const RankPlan &r : p.ranks)
     for (const std::string &n : p.scheduleOrder)
       if (r.program(n).empty())
-        return bad("a rank lacks a program the schedule runs");
+        return fail(path, "corrupt plan: rank " + llvm::Twine(r.rank) + " has no program '" + n +
+                              "', which the schedule runs");
   if (const auto *cov = root->getArray("coverage"))
     for (const auto &c : *cov)
       if (auto s = c.getAsString())

@@ -32,9 +32,13 @@ TEST(AdamWState, TwoStepsMatchTheClosedForm) {
 
   std::vector<double> ref(p.begin(), p.end()), m(3, 0), v(3, 0);
   std::vector<std::vector<float>> grads = {{0.5f, -1.0f, 2.0f}, {-0.25f, 3.0f, 0.0f}};
-  const double lr = 0.01, scale = 0.5; // the summed gradients' factor (1 / micro-batches)
+  // The summed gradients' factor (1 / micro-batches times the clip
+  // coefficient), different per step: AdamW is invariant to one constant
+  // factor (but for eps), not to a changing one.
+  const double lr = 0.01, scales[] = {0.5, 4.0};
   for (int t = 1; t <= 2; ++t) {
     std::vector<float> gr = grads[t - 1];
+    double scale = scales[t - 1];
     ASSERT_FALSE(llvm::errorToBool(adam->apply(t, static_cast<float>(lr), static_cast<float>(scale), {gr.data()})));
     for (int i = 0; i < 3; ++i) {
       double gi = scale * gr[i];
