@@ -59,33 +59,8 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
   for (const Value *v : saved)
     out.saved.push_back(v->name());
   for (const std::string &p : order) {
-    auto c = std::make_unique<Graph>();
-    c->name = g.name;
-    c->opset = g.opset;
-    c->mesh = g.mesh;
-    c->weights = g.weights;
-    c->coverage = g.coverage;
-    llvm::DenseMap<const Value *, Value *> map;
-    auto copyInfo = [](const Value *from, Value *to) {
-      to->type() = from->type();
-      to->sharding() = from->sharding();
-    };
-    auto copyNode = [&](const Node *n) {
-      std::vector<Value *> ins;
-      for (const Value *in : n->inputs())
-        ins.push_back(in ? map.lookup(in) : nullptr);
-      std::vector<std::string> names;
-      for (const Value *o : n->outputs())
-        names.push_back(o->name());
-      Node *m = c->createNode(n->op(), ins, names, n->domain(), n->name());
-      for (const auto &[k, a] : n->attrs())
-        if (k != optimizer_io::kProgramAttr)
-          m->setAttr(k, a);
-      for (size_t i = 0; i < n->numOutputs(); ++i) {
-        copyInfo(n->output(i), m->output(i));
-        map[n->output(i)] = m->output(i);
-      }
-    };
+    GraphCopier c(g);
+    auto copyNode = [&](const Node *n) { c.copyNode(*n, kProgramAttr); };
     // Graph inputs this program reads, in the graph's order.
     auto reads = [&](const Value *v) {
       for (const Node *u : v->users())
@@ -94,16 +69,13 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
       return false;
     };
     for (const Value *in : g.inputs())
-      if (reads(in) || (p == forward && !in->hasUsers())) { // an unread input stays the forward's
-        Value *v = c->addInput(in->name(), in->type());
-        copyInfo(in, v);
-        map[in] = v;
-      }
+      if (reads(in) || (p == forward && !in->hasUsers())) // an unread input stays the forward's
+        c.addInput(in);
     for (const Node *n : g.nodes()) {
       if (isLeaf(n) || programOf.lookup(n) != p)
         continue;
       for (const Value *in : n->inputs()) {
-        if (!in || map.count(in))
+        if (!in || c.copied(in))
           continue;
         const Node *def = in->definingNode();
         if (def && def->is("Constant")) {
@@ -114,9 +86,7 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
                    (isSaved.count(in) && p == optimizer_io::kBackward)) {
           // What the runtime binds: the forward's weights (the backward's
           // products, the step's updates) and saved activations (the backward's).
-          Value *v = c->addInput(in->name(), in->type());
-          copyInfo(in, v);
-          map[in] = v;
+          c.addInput(in);
         } else {
           std::string from = def && def->is("Weight") ? "a weight of program 'forward'"
                                                       : "computed in program '" + programOf.lookup(def) + "'";
@@ -128,25 +98,26 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
       }
       copyNode(n);
     }
+    Graph &program = c.graph();
     for (const Value *o : g.outputs()) {
       const Node *def = o->definingNode();
       std::string q = def && !isLeaf(def) ? programOf.lookup(def) : forward;
       if (q != p)
         continue;
-      if (!map.count(o)) { // a weight or constant returned as it is
+      if (!c.copied(o)) { // a weight or constant returned as it is
         if (!def)
           return fail("graph input %" + o->name() + " is returned unchanged; no program computes it");
         copyNode(def);
       }
-      c->outputs().push_back(map.lookup(o));
+      program.outputs().push_back(c.lookup(o));
     }
     if (p == forward)
       for (const Value *v : saved)
         if (!g.isGraphOutput(v))
-          c->outputs().push_back(map.lookup(v));
-    if (auto err = c->sortTopologically())
+          program.outputs().push_back(c.lookup(v));
+    if (auto err = program.sortTopologically())
       return fail(llvm::toString(std::move(err)));
-    out.programs.push_back({p, std::move(c)});
+    out.programs.push_back({p, c.take()});
   }
   return out;
 }

@@ -265,41 +265,48 @@ Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref
   return n->output();
 }
 
-std::unique_ptr<Graph> cloneGraph(const Graph &g) {
-  auto c = std::make_unique<Graph>();
-  c->name = g.name;
-  c->opset = g.opset;
-  c->mesh = g.mesh;
-  c->weights = g.weights;
-  c->coverage = g.coverage;
-  llvm::DenseMap<const Value *, Value *> map;
-  auto copyInfo = [](const Value *from, Value *to) {
-    to->type() = from->type();
-    to->sharding() = from->sharding();
-  };
-  for (const Value *in : g.inputs()) {
-    Value *v = c->addInput(in->name(), in->type());
-    copyInfo(in, v);
-    map[in] = v;
-  }
-  for (const Node *n : g.nodes()) {
-    std::vector<Value *> ins;
-    for (const Value *in : n->inputs())
-      ins.push_back(in ? map.lookup(in) : nullptr);
-    std::vector<std::string> outs;
-    for (const Value *out : n->outputs())
-      outs.push_back(out->name());
-    Node *m = c->createNode(n->op(), ins, outs, n->domain(), n->name());
-    for (const auto &[k, a] : n->attrs())
+GraphCopier::GraphCopier(const Graph &from) : to_(std::make_unique<Graph>()) {
+  to_->name = from.name;
+  to_->opset = from.opset;
+  to_->mesh = from.mesh;
+  to_->weights = from.weights;
+  to_->coverage = from.coverage;
+}
+
+Value *GraphCopier::addInput(const Value *v) {
+  Value *in = to_->addInput(v->name(), v->type());
+  in->sharding() = v->sharding();
+  return map_[v] = in;
+}
+
+Node *GraphCopier::copyNode(const Node &n, llvm::StringRef skipAttr) {
+  std::vector<Value *> ins;
+  for (const Value *in : n.inputs())
+    ins.push_back(in ? map_.lookup(in) : nullptr);
+  std::vector<std::string> outs;
+  for (const Value *out : n.outputs())
+    outs.push_back(out->name());
+  Node *m = to_->createNode(n.op(), ins, outs, n.domain(), n.name());
+  for (const auto &[k, a] : n.attrs())
+    if (k != skipAttr)
       m->setAttr(k, a);
-    for (size_t i = 0; i < n->numOutputs(); ++i) {
-      copyInfo(n->output(i), m->output(i));
-      map[n->output(i)] = m->output(i);
-    }
+  for (size_t i = 0; i < n.numOutputs(); ++i) {
+    m->output(i)->type() = n.output(i)->type();
+    m->output(i)->sharding() = n.output(i)->sharding();
+    map_[n.output(i)] = m->output(i);
   }
+  return m;
+}
+
+std::unique_ptr<Graph> cloneGraph(const Graph &g) {
+  GraphCopier c(g);
+  for (const Value *in : g.inputs())
+    c.addInput(in);
+  for (const Node *n : g.nodes())
+    c.copyNode(*n);
   for (const Value *out : g.outputs())
-    c->outputs().push_back(map.lookup(out));
-  return c;
+    c.graph().outputs().push_back(c.lookup(out));
+  return c.take();
 }
 
 const Tensor *constantValue(const Value *v) {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Sharding.h"
+#include "llvm/ADT/DenseMap.h"
 #include "compiler/ir/Tensor.h"
 #include "compiler/ir/WeightStore.h"
 #include "llvm/ADT/StringMap.h"
@@ -191,6 +192,28 @@ Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref
 
 /// A deep copy (values, nodes, shardings, weights by reference).
 std::unique_ptr<Graph> cloneGraph(const Graph &g);
+
+/// A graph with `g`'s name, opset, mesh, weights and coverage and nothing
+/// else, and a copier of `g`'s values and nodes into it (cloneGraph; the
+/// programs split-programs cuts out of one graph).
+class GraphCopier {
+public:
+  explicit GraphCopier(const Graph &from);
+  /// A graph input of `v`'s name, type and sharding standing for `v`.
+  Value *addInput(const Value *v);
+  /// A copy of `n` reading the copies of its inputs; attributes `skipAttr`
+  /// names are left out.
+  Node *copyNode(const Node &n, llvm::StringRef skipAttr = "");
+  /// The copy of `v`, or nullptr.
+  Value *lookup(const Value *v) const { return map_.lookup(v); }
+  bool copied(const Value *v) const { return map_.count(v) != 0; }
+  Graph &graph() { return *to_; }
+  std::unique_ptr<Graph> take() { return std::move(to_); }
+
+private:
+  std::unique_ptr<Graph> to_;
+  llvm::DenseMap<const Value *, Value *> map_;
+};
 
 /// Returns the constant tensor a value holds (Constant node), or nullptr.
 const Tensor *constantValue(const Value *v);
