@@ -110,7 +110,7 @@ int inspectMain() {
   os << header;
   /// What one program costs; dp replicas share a program, sized once.
   struct Sizes {
-    double weights = 0, arena = 0, comm = 0, params = 0;
+    double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0;
     int collectives = 0;
     std::vector<std::string> lines;
   };
@@ -138,8 +138,8 @@ int inspectMain() {
                                         commBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
       }
     z.weights = static_cast<double>((*program)->stats().weightBytes);
-    // The arena and the outputs' own buffers (the forward's saved activations).
-    z.arena = static_cast<double>((*program)->stats().arenaBytes + (*program)->stats().outputBytes);
+    z.arena = static_cast<double>((*program)->stats().arenaBytes);
+    z.outputs = static_cast<double>((*program)->stats().outputBytes);
     for (const std::string &name : plan->params)
       if (const rt::TensorView *p = (*program)->staticTensor(name))
         z.params += static_cast<double>(p->bytes());
@@ -148,14 +148,18 @@ int inspectMain() {
   for (const RankPlan &r : plan->ranks) {
     if (onlyRank >= 0 && r.rank != onlyRank)
       continue;
-    // The rank's programs together (each has its own arena), in schedule order.
+    // The rank's programs together, in schedule order: they share one arena
+    // (the largest; the training loop's Program::shareArena), each output
+    // has a buffer of its own (the forward's saved activations among them).
     Sizes z;
     for (const std::string &name : plan->scheduleOrder) {
       auto one = sizeOf(r.program(name));
       if (!one)
         return reportError(tool, one.takeError());
       z.weights += (*one)->weights;
-      z.arena += (*one)->arena;
+      z.arena = std::max(z.arena, (*one)->arena);
+      if (name != "step") // the step's outputs are bound to the parameters and moments (counted below)
+        z.outputs += (*one)->outputs;
       z.params += (*one)->params;
       z.comm += (*one)->comm;
       z.collectives += (*one)->collectives;
@@ -163,7 +167,7 @@ int inspectMain() {
         z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
     }
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
-                       z.arena / 1e6, z.collectives, z.comm / 1e6);
+                       (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
     if (!r.program("step").empty()) {
       // Training: the parameters this rank updates, their gradients and
       // AdamW's two moments (the gradients' all-reduce over dp is one of the

@@ -22,8 +22,6 @@ Program::~Program() {
   for (size_t i = 0; i < outputBuffers_.size(); ++i)
     if (ownsOutputBuffer_[i])
       device_.deallocate(outputBuffers_[i]);
-  if (arena_)
-    device_.deallocate(arena_);
 }
 
 llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device, const RuntimeEnv *env,
@@ -228,9 +226,10 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   p->stats_.arenaBytes = plan.arenaBytes;
   p->stats_.lowerBoundBytes = plan.lowerBoundBytes;
   if (plan.arenaBytes) {
-    p->arena_ = device.allocate(plan.arenaBytes);
-    if (!p->arena_)
+    void *arena = device.allocate(plan.arenaBytes);
+    if (!arena)
       return loadError("out of device memory allocating a " + llvm::Twine(plan.arenaBytes) + "-byte arena");
+    p->arena_ = std::shared_ptr<void>(arena, [&device](void *a) { device.deallocate(a); });
   }
   p->outputsOfSlot_.resize(p->slots_.size());
   for (const Value *out : g.outputs()) {
@@ -238,6 +237,25 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     p->outputSlots_.push_back(slotOf.lookup(out));
   }
   return std::move(p);
+}
+
+llvm::Error Program::shareArena(llvm::ArrayRef<Program *> others) {
+  size_t bytes = stats_.arenaBytes;
+  for (const Program *o : others) {
+    if (&o->device_ != &device_)
+      return loadError("programs on different devices cannot share an arena");
+    bytes = std::max(bytes, o->stats_.arenaBytes);
+  }
+  if (bytes > stats_.arenaBytes) {
+    void *arena = device_.allocate(bytes);
+    if (!arena)
+      return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte shared arena");
+    Device &device = device_;
+    arena_ = std::shared_ptr<void>(arena, [&device](void *a) { device.deallocate(a); });
+  }
+  for (Program *o : others)
+    o->arena_ = arena_;
+  return llvm::Error::success();
 }
 
 llvm::Error Program::bindOutput(llvm::StringRef name, void *buffer) {
@@ -304,7 +322,7 @@ void *Program::addressOf(const Slot &s) const {
   switch (s.home) {
   case Home::Input: return boundInputs_[s.index];
   case Home::Static: return statics_[s.index];
-  case Home::Arena: return device_.offset(arena_, s.index);
+  case Home::Arena: return device_.offset(arena_.get(), s.index);
   case Home::Output: return outputBuffers_[s.index];
   }
   return nullptr;

@@ -66,6 +66,12 @@ public:
   /// place. The buffer may also be bound as an input of the same run only if
   /// every kernel between reads an element before it writes it (elementwise).
   llvm::Error bindOutput(llvm::StringRef name, void *buffer);
+  /// Makes `others` use this program's arena, grown to the largest of
+  /// theirs: programs that never run at the same time (a training step's
+  /// forward, backward and optimizer programs) need one arena, not one each.
+  /// An arena holds only a run's intermediates (outputs have buffers of
+  /// their own), so nothing in it outlives a run. Same device only.
+  llvm::Error shareArena(llvm::ArrayRef<Program *> others);
 
   /// Called during run() as soon as graph output `index` is computed (e.g. to
   /// start a gradient all-reduce while the backward pass goes on).
@@ -133,7 +139,7 @@ private:
   uint64_t weightsVersion_ = 0;
   std::vector<void *> outputBuffers_;
   std::vector<bool> ownsOutputBuffer_;
-  void *arena_ = nullptr;
+  std::shared_ptr<void> arena_; // shared with the programs of shareArena
   std::vector<InputSpec> inputSpecs_;
   std::vector<void *> boundInputs_;
   std::vector<std::string> outputNames_;

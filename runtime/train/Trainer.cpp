@@ -154,6 +154,9 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   if (!grads)
     return grads.takeError();
   grads_ = std::move(*grads);
+  // The step's programs run one after another: one arena serves them all.
+  if (auto err = fwd_.shareArena({&bwd_, &stepProgram_, &gradNorm_}))
+    return err;
   fwd_.setOverlapCollectives(!o_.noOverlap);
   bwd_.setOverlapCollectives(!o_.noOverlap);
   fwd_.setProfiling(o_.profile, o_.profileByNode);
