@@ -2,8 +2,8 @@
 //
 // Built once per rank from plan.json: the rank's communicators, one per mesh
 // axis (the group of ranks that differ from it only along that axis, split
-// from the world), and its programs loaded by name ("forward"; "step" in a
-// training plan), each checked against the hash the plan records before it is
+// from the world), and its programs loaded by name ("forward"; "backward",
+// "grad_norm" and "step" in a training plan), each checked against the hash the plan records before it is
 // read. The session owns the device, the communicators and the programs; the
 // programs' collectives find their communicators in env().
 //===----------------------------------------------------------------------===//

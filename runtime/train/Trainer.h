@@ -1,7 +1,8 @@
 //===- Trainer.h - the training loop of one rank --------------------------===//
 //
 // Runs the accumulation schedule for every step on the session's "forward"
-// (loss and gradients) and "step" (AdamW) programs, feeding each micro-batch
+// (the loss and the saved activations), "backward" (the gradients),
+// "grad_norm" and "step" (AdamW) programs, feeding each micro-batch
 // from the batch sampler; rank 0 logs each step, every rank writes its
 // parameter shards at the end.
 //===----------------------------------------------------------------------===//
