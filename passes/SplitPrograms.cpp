@@ -3,8 +3,8 @@
 #include "passes/AddOptimizer.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include <algorithm>
-#include <map>
 
 namespace partita {
 
@@ -35,25 +35,19 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
   const std::string forward = kForwardProgram;
   llvm::DenseMap<const Node *, std::string> programOf = assignPrograms(g, separateBackward);
   std::vector<std::string> order{forward};
-  llvm::DenseMap<const Node *, size_t> position;
-  for (const Node *n : g.nodes()) {
-    position[n] = position.size();
+  for (const Node *n : g.nodes())
     if (!isLeaf(n) && std::find(order.begin(), order.end(), programOf.lookup(n)) == order.end())
       order.push_back(programOf.lookup(n));
-  }
-  // Forward activations the backward reads.
+  // Forward activations the backward reads, in the order the forward makes them.
   std::vector<const Value *> saved;
-  llvm::DenseSet<const Value *> isSaved;
   for (const Node *n : g.nodes())
-    if (!isLeaf(n) && programOf.lookup(n) == optimizer_io::kBackward)
-      for (const Value *in : n->inputs())
-        if (in && in->definingNode() && !isLeaf(in->definingNode()) &&
-            programOf.lookup(in->definingNode()) == forward && isSaved.insert(in).second)
-          saved.push_back(in);
-  std::sort(saved.begin(), saved.end(), [&](const Value *a, const Value *b) {
-    return std::make_pair(position.lookup(a->definingNode()), a->resultIndex()) <
-           std::make_pair(position.lookup(b->definingNode()), b->resultIndex());
-  });
+    if (!isLeaf(n) && programOf.lookup(n) == forward)
+      for (const Value *v : n->outputs())
+        if (llvm::any_of(v->users(), [&](const Node *u) {
+              return !isLeaf(u) && programOf.lookup(u) == optimizer_io::kBackward;
+            }))
+          saved.push_back(v);
+  llvm::DenseSet<const Value *> isSaved(saved.begin(), saved.end());
 
   ProgramSplit out;
   for (const Value *v : saved)

@@ -353,20 +353,20 @@ static llvm::Error compile(llvm::StringRef dir) {
   auto split = splitPrograms(g, /*separateBackward=*/train);
   if (!split)
     return split.takeError();
-  std::vector<NamedProgram> *programs = &split->programs;
+  std::vector<NamedProgram> &programs = split->programs;
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
   plan.optimizer = adamw;
   plan.vocab = vocab;
   plan.inputs = replicaInputs;
-  for (const Value *out : programs->front().graph->outputs()) // the saved activations are the backward's
+  for (const Value *out : programs.front().graph->outputs()) // the saved activations are the backward's
     if (std::find(split->saved.begin(), split->saved.end(), out->name()) == split->saved.end())
       plan.outputs.push_back({out->name(), out->type()});
   plan.saved = split->saved;
   if (train) {
     plan.schedule = "gradient-accumulation";
     plan.scheduleOrder = {"forward", optimizer_io::kBackward, optimizer_io::kGradNorm, optimizer_io::kStep};
-    for (const NamedProgram &p : *programs)
+    for (const NamedProgram &p : programs)
       if (std::find(plan.scheduleOrder.begin(), plan.scheduleOrder.end(), p.name) == plan.scheduleOrder.end())
         return fail("no schedule runs program '" + p.name + "'");
   }
@@ -415,7 +415,7 @@ static llvm::Error compile(llvm::StringRef dir) {
     llvm::sys::path::append(rankDir, "rank" + std::to_string(r.rank));
     if (auto ec = llvm::sys::fs::create_directories(rankDir))
       return fail("cannot create " + rankDir + ": " + ec.message());
-    for (const NamedProgram &program : *programs) {
+    for (const NamedProgram &program : programs) {
       std::unique_ptr<Graph> local = cloneGraph(*program.graph);
       if (g.mesh.numDevices() == 1) {
         local->mesh = Mesh(); // nothing is sharded: the program is the global one

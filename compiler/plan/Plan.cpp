@@ -215,7 +215,7 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
                                                        : "") +
                           "; this Partita runs " + kPlanFormatName + ": recompile the model with partita compile");
   if (!root || root->getString("format") != llvm::Optional<llvm::StringRef>(kPlanFormatName))
-    return bad("missing format partita-plan-2");
+    return fail(path, llvm::Twine("corrupt plan: missing format ") + kPlanFormatName);
   Plan p;
   const auto *axes = root->getArray("mesh");
   if (!axes)

@@ -14,6 +14,14 @@ llvm::Error loadError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+/// An arena of `bytes` on `device`, freed with its last user.
+llvm::Expected<std::shared_ptr<void>> allocateArena(Device &device, size_t bytes) {
+  void *arena = device.allocate(bytes);
+  if (!arena)
+    return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte arena");
+  return std::shared_ptr<void>(arena, [&device](void *a) { device.deallocate(a); });
+}
+
 } // namespace
 
 Program::~Program() {
@@ -226,10 +234,10 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
   p->stats_.arenaBytes = plan.arenaBytes;
   p->stats_.lowerBoundBytes = plan.lowerBoundBytes;
   if (plan.arenaBytes) {
-    void *arena = device.allocate(plan.arenaBytes);
+    auto arena = allocateArena(device, plan.arenaBytes);
     if (!arena)
-      return loadError("out of device memory allocating a " + llvm::Twine(plan.arenaBytes) + "-byte arena");
-    p->arena_ = std::shared_ptr<void>(arena, [&device](void *a) { device.deallocate(a); });
+      return arena.takeError();
+    p->arena_ = std::move(*arena);
   }
   p->outputsOfSlot_.resize(p->slots_.size());
   for (const Value *out : g.outputs()) {
@@ -247,11 +255,10 @@ llvm::Error Program::shareArena(llvm::ArrayRef<Program *> others) {
     bytes = std::max(bytes, o->stats_.arenaBytes);
   }
   if (bytes > stats_.arenaBytes) {
-    void *arena = device_.allocate(bytes);
+    auto arena = allocateArena(device_, bytes);
     if (!arena)
-      return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte shared arena");
-    Device &device = device_;
-    arena_ = std::shared_ptr<void>(arena, [&device](void *a) { device.deallocate(a); });
+      return arena.takeError();
+    arena_ = std::move(*arena);
   }
   for (Program *o : others)
     o->arena_ = arena_;
