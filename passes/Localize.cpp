@@ -4,8 +4,8 @@
 // gets its per-rank shape, weights become views of this rank's shard (no
 // bytes are read), local slices become ONNX Slices with this rank's offsets,
 // Reshape targets are rewritten to local shapes (heads/tp), vocab-parallel
-// embedding lookups become masked lookups of this rank's rows, and
-// collectives learn their group size. The rank is given by its coordinates on
+// embedding lookups become masked lookups of this rank's rows, flat shard
+// buffers hold the rank's own blocks, and collectives learn their group size. The rank is given by its coordinates on
 // every mesh axis (coords=dp:1,tp:0) or its row-major number (rank=k); a value
 // split over several axes gets the block they index together. The result
 // carries no shardings and no mesh: a plain ONNX program plus partita collectives.
@@ -103,6 +103,8 @@ public:
         maskedGather(g, n, blockOffset(shardingOf.lookup(n->input(0)), 0, n->input(0)->type().shape[0]));
       else if (n->is("EmbeddingGrad", "partita") && splitDim0(n->output())) // this rank's block of rows
         n->setAttr("offset", Attribute::ofInt(blockOffset(out, 0, n->output()->type().shape[0])));
+      else if (n->is("FlattenShards", "partita") || n->is("UnflattenShards", "partita"))
+        localFlatShards(n, shardingOf.lookup(n->is("FlattenShards", "partita") ? n->input(0) : n->output()));
     }
     g.mesh = Mesh();
     return llvm::Error::success();
@@ -184,6 +186,19 @@ private:
       g.weights.add(shard, ref->view(start, local));
     }
     n->setAttr("name", Attribute::ofString(shard));
+  }
+
+  /// A rank holds the blocks of its own shard only: with x split on `dim`
+  /// over axes of `parts` ranks in all, `blocks` / parts of them (one, as
+  /// ZeRO makes them), at their local shape.
+  void localFlatShards(Node *n, const Sharding &x) {
+    int64_t dim = n->intAttr("dim", 0), parts = 1;
+    if (dim >= 0 && static_cast<size_t>(dim) < x.dims.size())
+      for (const std::string &axis : x.dims[static_cast<size_t>(dim)])
+        parts *= mesh_.find(axis)->size;
+    n->setAttr("blocks", Attribute::ofInt(n->intAttr("blocks", 1) / parts));
+    if (n->is("UnflattenShards", "partita"))
+      n->setAttr("shape", Attribute::ofInts({n->output()->type().shape.begin(), n->output()->type().shape.end()}));
   }
 
   /// A slice adds its axis as the minor-most split of its dimension: this

@@ -33,5 +33,6 @@ PassInfo splitFusedProjectionsPass();
 PassInfo classifyParametersPass();
 PassInfo tieEmbeddingsPass();
 PassInfo addOptimizerPass();
+PassInfo zeroPartitionPass();
 
 } // namespace partita

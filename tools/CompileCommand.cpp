@@ -101,8 +101,8 @@ bool compileSelected() { return static_cast<bool>(compileCmd); }
 
 static llvm::Error notYet(const char *flag, int value) {
   return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
-              ": not implemented yet (this build compiles tensor parallelism and single-group "
-              "training; pipelining, data parallelism and ZeRO come later)");
+              ": not implemented yet (this build compiles tensor and data parallelism and ZeRO stages 1 "
+              "and 2; pipeline parallelism and ZeRO-3 come later)");
 }
 
 static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
@@ -163,7 +163,10 @@ static llvm::Error recordParameters(const Graph &global, const Graph &local, con
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
       return fail("parameter " + n + " is no weight of the global graph");
     names.push_back(n.str());
-    types.push_back(out->type()); // the gradient of the rank's shard, shaped like it
+    TensorType shard = gw->type(); // the rank's shard of the weight (ZeRO-2's gradient is a flat part of it)
+    if (gw->sharding())
+      shard.shape = gw->sharding()->localShape(global.mesh, shard.shape);
+    types.push_back(shard);
     targets.push_back(paramTargets(global, *gw->definingNode()));
     std::map<std::string, std::string> layout;
     for (const MeshAxis &a : global.mesh.axes)
@@ -224,8 +227,12 @@ static llvm::Error compile(llvm::StringRef dir) {
     return notYet("--pp", pp);
   if (dp > 1 && !train)
     return fail("--dp " + llvm::Twine(dp) + " needs --train (data parallelism replicates a training program)");
-  if (zero != 0)
+  if (zero < 0 || zero > 3)
+    return fail("--zero " + llvm::Twine(zero) + ": ZeRO stages are 0 to 3");
+  if (zero == 3)
     return notYet("--zero", zero);
+  if (zero > 0 && !train)
+    return fail("--zero " + llvm::Twine(zero) + " needs --train (ZeRO partitions the optimizer's state)");
   if (sequenceParallel && tp == 1)
     return fail("--sequence-parallel needs --tp > 1");
   if (!std::isfinite(weightDecay) || weightDecay < 0)
@@ -338,11 +345,16 @@ static llvm::Error compile(llvm::StringRef dir) {
   // Data parallelism splits the batch over dp: the global graph computes dp
   // replicas' batches, and the gradients' all-reduces over dp are placed by
   // the planner like tensor parallelism's.
+  if (zero > 0 && dp == 1)
+    llvm::errs() << "partita: note: --zero " << zero << " with --dp 1 partitions nothing (one data-parallel rank "
+                 << "holds all of the optimizer's state)\n";
   if (dp > 1) {
     PassManager dpm;
     dpm.verifyEach = true;
-    if (auto err = dpm.addPipeline("data-parallel{axis=dp},insert-collectives,cse,dce,coalesce-collectives{axis=dp,"
-                                   "bucket-mb=" + formatNumber(bucketMb) + "}"))
+    std::string zeroPass = zero > 0 ? "zero-partition{axis=dp,stage=" + std::to_string(zero) + "}," : "";
+    if (auto err = dpm.addPipeline("data-parallel{axis=dp}," + zeroPass +
+                                   "insert-collectives,cse,dce,coalesce-collectives{axis=dp,bucket-mb=" +
+                                   formatNumber(bucketMb) + "}"))
       return err;
     if (auto err = dpm.run(g))
       return err;

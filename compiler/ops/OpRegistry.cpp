@@ -21,6 +21,7 @@ const OpRegistry &OpRegistry::get() {
     registerConvOp(r);
     registerOptimizerOps(r);
     registerEmbeddingGradOp(r);
+    registerFlatShardsOps(r);
     return r;
   }();
   return registry;

@@ -66,6 +66,7 @@ void registerEinsumOp(OpRegistry &r);
 void registerConvOp(OpRegistry &r);
 void registerOptimizerOps(OpRegistry &r);
 void registerEmbeddingGradOp(OpRegistry &r);
+void registerFlatShardsOps(OpRegistry &r);
 
 /// Runs inference for `n` given its inputs' types and known values; writes the
 /// result types into its outputs. Unknown op, arity or shape errors name the node.

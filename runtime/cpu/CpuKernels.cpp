@@ -13,6 +13,7 @@ static void registerCpuKernels(KernelRegistry &r) {
   cpu::registerCollectiveKernels(r);
   cpu::registerReduceKernels(r);
   cpu::registerOptimizerKernels(r);
+  cpu::registerFlatShardsKernels(r);
   cpu::registerFusedElementwiseKernel(r);
 }
 

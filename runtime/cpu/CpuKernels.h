@@ -13,6 +13,7 @@ void registerMovementKernels(KernelRegistry &r);
 void registerCollectiveKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerOptimizerKernels(KernelRegistry &r);
+void registerFlatShardsKernels(KernelRegistry &r);
 
 /// The reference kernel for `node` (compile-time evaluator on host tensors,
 /// computing in double): correct for every dtype, slow. Fast kernels hand

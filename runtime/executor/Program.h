@@ -44,6 +44,13 @@ public:
     TensorType type;
   };
   const std::vector<InputSpec> &inputs() const { return inputSpecs_; }
+  /// The type of graph input `name` (nullptr if the program has none).
+  const TensorType *inputType(llvm::StringRef name) const {
+    for (const InputSpec &in : inputSpecs_)
+      if (in.name == name)
+        return &in.type;
+    return nullptr;
+  }
   const std::vector<std::string> &outputNames() const { return outputNames_; }
 
   /// Runs once. `inputs` are device views by graph input name, checked against

@@ -10,9 +10,17 @@ namespace io = optimizer_io;
 llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std::string> names,
                                               llvm::ArrayRef<const TensorView *> params, const AdamWOptions &options) {
   AdamWState s(step, names, params, options);
-  for (const TensorView *p : params) {
-    s.moments1_.push_back(Tensor::zeros(p->dtype, p->shape));
-    s.moments2_.push_back(Tensor::zeros(p->dtype, p->shape));
+  // The moments and the gradient are shaped as the step reads them: like
+  // the parameter, or (ZeRO) this rank's part of its flat buffer.
+  for (const std::string &p : names) {
+    const TensorType *m = step.inputType(io::moment1(p)), *v = step.inputType(io::moment2(p)),
+                     *g = step.inputType(io::gradient(p));
+    if (!m || !v || !g)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the step program has no moments or gradient input for parameter '" + p + "'");
+    s.moments1_.push_back(Tensor::zeros(m->dtype, m->shape));
+    s.moments2_.push_back(Tensor::zeros(v->dtype, v->shape));
+    s.gradShapes_.push_back(g->shape);
   }
   // AdamW is elementwise, so the step may update its inputs in place.
   for (size_t i = 0; i < params.size(); ++i) {
@@ -40,7 +48,7 @@ llvm::Error AdamWState::apply(int64_t t, float lr, float gradScale, llvm::ArrayR
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string &p = names_[i];
     feeds[p] = *params_[i];
-    feeds[io::gradient(p)] = TensorView{DType::F32, params_[i]->shape, grads[i]};
+    feeds[io::gradient(p)] = TensorView{DType::F32, gradShapes_[i], grads[i]};
     feeds[io::moment1(p)] = viewOf(moments1_[i]);
     feeds[io::moment2(p)] = viewOf(moments2_[i]);
   }

@@ -18,11 +18,13 @@ namespace partita::rt {
 class AdamWState {
 public:
   /// Binds `step`'s outputs to `params` (device buffers of the forward
-  /// program's weights named `names`) and to zeroed moments.
+  /// program's weights named `names`) and to zeroed moments, shaped as the
+  /// step's moment inputs (ZeRO: the rank's part of a flat buffer).
   static llvm::Expected<AdamWState> create(Program &step, llvm::ArrayRef<std::string> names,
                                            llvm::ArrayRef<const TensorView *> params, const AdamWOptions &options);
   /// Optimizer step `t` (1-based) at learning rate `lr` with parameter i's
-  /// gradient at grads[i] (f32, shaped like it), multiplied by `gradScale`.
+  /// gradient at grads[i] (f32, shaped as the step reads it: like the
+  /// parameter, or under ZeRO this rank's part of it), multiplied by `gradScale`.
   llvm::Error apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<float *> grads);
 
 private:
@@ -34,6 +36,7 @@ private:
   std::vector<const TensorView *> params_;
   AdamWOptions options_;
   std::vector<Tensor> moments1_, moments2_;
+  std::vector<Shape> gradShapes_;
 };
 
 } // namespace partita::rt

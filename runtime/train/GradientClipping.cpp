@@ -9,8 +9,11 @@ namespace partita::rt {
 llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std::string> names,
                                           llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<float *> grads) {
   llvm::StringMap<TensorView> feeds;
-  for (size_t i = 0; i < names.size(); ++i)
-    feeds[optimizer_io::gradient(names[i])] = TensorView{DType::F32, params[i]->shape, grads[i]};
+  for (size_t i = 0; i < names.size(); ++i) {
+    // Shaped as the program reads it: like the parameter, or (ZeRO-2) the rank's part.
+    const TensorType *t = gradNorm.inputType(optimizer_io::gradient(names[i]));
+    feeds[optimizer_io::gradient(names[i])] = TensorView{DType::F32, t ? t->shape : params[i]->shape, grads[i]};
+  }
   auto outs = gradNorm.run(feeds);
   if (!outs)
     return outs.takeError();

@@ -12,7 +12,8 @@
 namespace partita::rt {
 
 /// Runs `gradNorm` on the gradients of the parameters `names` (f32 buffers
-/// shaped like `params`) and returns its norm.
+/// shaped as the program reads them: like `params`, or under ZeRO-2 the
+/// rank's part of each) and returns its norm.
 llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std::string> names,
                                           llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<float *> grads);
 

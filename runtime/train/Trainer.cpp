@@ -143,7 +143,11 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
     gradOutputs.push_back("grad." + plan_.params[i]);
     if (std::find(outs.begin(), outs.end(), gradOutputs.back()) == outs.end())
       return fail("the backward program has no gradient output for '" + plan_.params[i] + "'");
-    numel.push_back(params_[i]->numel());
+    // Shaped as the step reads it (ZeRO-2: the rank's part of the flat gradient).
+    const TensorType *t = stepProgram_.inputType(optimizer_io::gradient(plan_.params[i]));
+    if (!t)
+      return fail("the step program has no gradient input for '" + plan_.params[i] + "'");
+    numel.push_back(t->numel());
   }
   auto adam = AdamWState::create(stepProgram_, plan_.params, params_, plan_.optimizer);
   if (!adam)

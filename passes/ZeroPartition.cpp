@@ -1,0 +1,265 @@
+//===- ZeroPartition.cpp - zero-partition pass ----------------------------===//
+//
+// ZeRO (Rajbhandari et al., 2020) as shardings over the data-parallel axis
+// of a training graph after data-parallel: each weight's optimizer state
+// lives in a flat, padded buffer (compiler/ops/FlatShards.h: one buffer per
+// tensor-parallel block of the weight, its length a multiple of dp) that
+// dp splits, so each rank keeps and updates 1/dp of it.
+//
+// Stage 1, per partita.AdamW over weight w (sharding S, tp blocks T):
+//   %w.flat   = FlattenShards(%w) {length = L} : [T·L] {S(tp)}  →  S(tp,dp)   (local slice)
+//   %g.flat   = FlattenShards(%accumulated_grad.w)                →  S(tp,dp)   (local slice)
+//   adam_m.w, adam_v.w : [T·L] {S(tp,dp)}
+//   AdamW on the owned part; updated.w = UnflattenShards(all-gather over dp)
+// The backward still all-reduces the gradients over dp (DDP's overlapped
+// buckets) and the runtime accumulates them whole.
+// Stage 2 also partitions the gradients: the backward's grad.w becomes the
+// flat buffer split over dp, so the planner turns its all-reduce into a
+// reduce-scatter (each rank receives the sum of its own part), and
+// accumulated_grad.w is that part. The gradient norm's square sums then
+// come out partial over dp and are all-reduced (one scalar each,
+// coalesce-collectives buckets them).
+//
+// The pass leaves partita.Reshard nodes for insert-collectives to lower.
+//===----------------------------------------------------------------------===//
+#include "compiler/ir/Verifier.h"
+#include "passes/AddOptimizer.h"
+#include "passes/Passes.h"
+#include "llvm/ADT/Twine.h"
+#include <algorithm>
+
+namespace partita {
+
+namespace io = optimizer_io;
+
+namespace {
+
+class ZeroPartition : public Pass {
+public:
+  llvm::StringRef name() const override { return "zero-partition"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "axis")
+      return setAxisOption(name(), value, axis_);
+    if (key == "stage") {
+      if (value.getAsInteger(10, stage_) || stage_ < 1 || stage_ > 2)
+        return passError(name(), "option stage expects 1 or 2 (stage 3, sharded parameters, is not implemented "
+                                 "yet), got '" + value + "'");
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
+
+  llvm::Error run(Graph &g) override {
+    const MeshAxis *axis = g.mesh.find(axis_);
+    if (!axis)
+      return passError(name(), "axis '" + axis_ + "' is not in " + (g.mesh.empty() ? "the graph (no mesh)" : g.mesh.str()));
+    mesh_ = g.mesh;
+    parts_ = axis->size;
+    std::vector<Node *> adams;
+    for (Node *n : g.nodes())
+      if (n->is("AdamW", "partita"))
+        adams.push_back(n);
+    if (adams.empty())
+      return passError(name(), "the graph has no partita.AdamW node: run add-optimizer first");
+    for (Node *a : adams)
+      if (auto err = partition(g, a))
+        return err;
+    if (auto err = g.sortTopologically())
+      return err;
+    if (auto err = verifyGraph(g))
+      return passError(name(), llvm::toString(std::move(err)));
+    return llvm::Error::success();
+  }
+
+private:
+  std::string axis_ = "dp";
+  int stage_ = 1;
+  int64_t parts_ = 1;
+  Mesh mesh_;
+
+  /// A weight's flat buffers: FlattenShards' attributes, and the shardings
+  /// of a buffer before (`perBlock`, the tp blocks) and after dp splits it.
+  struct Flat {
+    int64_t dim = 0, blocks = 1, outer = 1, length = 0;
+    Sharding perBlock, owned;
+    TensorType type;
+  };
+
+  llvm::Expected<Flat> flatOf(const Value *w) const {
+    size_t rank = w->type().rank();
+    Sharding s = w->sharding() ? *w->sharding() : Sharding::replicated(rank);
+    Flat f;
+    int64_t split = -1;
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      if (s.dims[d].empty())
+        continue;
+      if (split >= 0)
+        return passError(name(), "weight %" + w->name() + " is split on two dimensions (" + s.str() +
+                                     "): its shards are not one block each, which flat buffers need");
+      split = static_cast<int64_t>(d);
+    }
+    if (!s.partial.empty())
+      return passError(name(), "weight %" + w->name() + " is a partial sum (" + s.str() + ")");
+    llvm::SmallVector<std::string, 1> axes;
+    if (split >= 0) {
+      axes = s.dims[static_cast<size_t>(split)];
+      f.dim = split;
+      f.outer = s.outerOf(static_cast<size_t>(split));
+      for (const std::string &a : axes) {
+        if (a == axis_)
+          return passError(name(), "weight %" + w->name() + " is already split over " + axis_ + " (" + s.str() + ")");
+        f.blocks *= mesh_.find(a)->size;
+      }
+    }
+    int64_t perBlock = w->type().numel() / f.blocks;
+    f.length = (perBlock + parts_ - 1) / parts_ * parts_;
+    f.type = TensorType{w->type().dtype, {f.blocks * f.length}, true};
+    f.perBlock.dims = {axes};
+    f.owned.dims = {axes};
+    f.owned.dims[0].push_back(axis_);
+    return f;
+  }
+
+  static void tag(Node *n, const std::string &program) {
+    if (!program.empty())
+      n->setAttr(io::kProgramAttr, Attribute::ofString(program));
+  }
+
+  Value *flatten(Graph &g, Value *x, const Flat &f, const std::string &program) {
+    Node *n = g.createNode("FlattenShards", {x}, {x->name() + ".flat"}, "partita");
+    n->setAttr("dim", Attribute::ofInt(f.dim));
+    n->setAttr("blocks", Attribute::ofInt(f.blocks));
+    if (f.outer != 1)
+      n->setAttr("outer", Attribute::ofInt(f.outer));
+    n->setAttr("length", Attribute::ofInt(f.length));
+    n->output()->type() = f.type;
+    n->output()->sharding() = f.perBlock;
+    if (x->sharding()) // a partial sum stays one (the padding adds zeros)
+      n->output()->sharding()->partial = x->sharding()->partial;
+    tag(n, program);
+    return n->output();
+  }
+
+  static Value *reshard(Graph &g, Value *x, const Sharding &to, const std::string &nameHint,
+                        const std::string &program) {
+    Node *n = g.createNode("Reshard", {x}, {nameHint}, "partita");
+    n->output()->type() = x->type();
+    n->output()->sharding() = to;
+    tag(n, program);
+    return n->output();
+  }
+
+  static void retype(Value *v, const Flat &f) {
+    v->type() = f.type;
+    v->sharding() = f.owned;
+  }
+
+  llvm::Error partition(Graph &g, Node *a) {
+    if (a->numInputs() < 7)
+      return passError(name(), "node " + a->describe() + " has fewer than 7 operands");
+    Value *w = a->input(3), *grad = a->input(4), *m = a->input(5), *v = a->input(6);
+    for (Value *in : {grad, m, v})
+      if (!g.isGraphInput(in))
+        return passError(name(), "node " + a->describe() + ": operand %" + in->name() +
+                                     " is not a graph input (add-optimizer makes the gradient and moments inputs)");
+    auto flat = flatOf(w);
+    if (!flat)
+      return flat.takeError();
+    const Flat &f = *flat;
+    std::string step = a->stringAttr(io::kProgramAttr, "");
+    // The parameter's owned part: a local slice of its flat buffer.
+    a->setInput(3, reshard(g, flatten(g, w, f, step), f.owned, w->name() + ".owned", step));
+    if (stage_ >= 2) {
+      if (auto err = partitionGradient(g, w, grad, f))
+        return err;
+    } else {
+      a->setInput(4, reshard(g, flatten(g, grad, f, step), f.owned, grad->name() + ".owned", step));
+    }
+    for (Value *state : {m, v})
+      retype(state, f);
+    for (Value *out : a->outputs())
+      retype(out, f);
+    // Every rank's updated part, gathered into the whole parameter.
+    Value *updated = a->output(0);
+    Value *whole = reshard(g, updated, f.perBlock, updated->name() + ".gathered", step);
+    Node *u = g.createNode("UnflattenShards", {whole}, {updated->name() + ".whole"}, "partita");
+    u->setAttr("dim", Attribute::ofInt(f.dim));
+    u->setAttr("blocks", Attribute::ofInt(f.blocks));
+    if (f.outer != 1)
+      u->setAttr("outer", Attribute::ofInt(f.outer));
+    u->setAttr("shape", Attribute::ofInts({w->type().shape.begin(), w->type().shape.end()}));
+    u->output()->type() = w->type();
+    u->output()->sharding() = w->sharding();
+    tag(u, step);
+    g.replaceGraphOutput(updated, u->output());
+    return llvm::Error::success();
+  }
+
+  /// Stage 2: the backward returns the owned part of w's gradient (its
+  /// reduction over dp becomes a reduce-scatter), which the step and the
+  /// gradient norm then read.
+  llvm::Error partitionGradient(Graph &g, Value *w, Value *accumulated, const Flat &f) {
+    Value *out = g.findValue("grad." + w->name());
+    if (!out || !g.isGraphOutput(out))
+      return passError(name(), "weight %" + w->name() + " has no gradient output grad." + w->name());
+    // Reduce-scatter what the all-reduce over dp would have reduced.
+    Value *src = out;
+    if (Node *def = out->definingNode(); def && def->is("Reshard", "partita") && def->input(0)->sharding()) {
+      Sharding in = *def->input(0)->sharding(), whole = out->sharding() ? *out->sharding() : Sharding::replicated(0);
+      bool overDp = std::find(in.partial.begin(), in.partial.end(), axis_) != in.partial.end();
+      in.partial.clear();
+      in.partialMax = false;
+      if (overDp && in.dims == whole.dims && in.outer == whole.outer)
+        src = def->input(0);
+    }
+    std::string backward = out->definingNode() ? out->definingNode()->stringAttr(io::kProgramAttr, io::kBackward)
+                                               : io::kBackward;
+    Value *owned = reshard(g, flatten(g, src, f, backward), f.owned, out->name() + ".owned", backward);
+    g.replaceGraphOutput(out, owned);
+    // The optimizer's reads of the accumulated gradient: AdamW (as it is)
+    // and the gradient norm's square sum, now partial over dp.
+    retype(accumulated, f);
+    std::vector<Node *> users = accumulated->users();
+    std::sort(users.begin(), users.end());
+    users.erase(std::unique(users.begin(), users.end()), users.end()); // Mul(g, g) reads it twice
+    for (Node *u : users) {
+      if (u->is("AdamW", "partita"))
+        continue;
+      if (!u->is("Mul") || u->input(0) != accumulated || u->input(1) != accumulated || u->output()->users().size() != 1 ||
+          !u->output()->users()[0]->is("ReduceSum"))
+        return passError(name(), "node " + u->describe() + " reads the gradient %" + accumulated->name() +
+                                     " other than the gradient norm's square sum; it cannot read a partitioned one");
+      retype(u->output(), f);
+      Value *sum = u->output()->users()[0]->output();
+      Sharding reduced = sum->sharding() ? *sum->sharding() : Sharding::replicated(sum->type().rank());
+      Sharding partial = reduced;
+      partial.partial.push_back(axis_);
+      std::vector<Node *> readers = sum->users();
+      Value *r = reshard(g, sum, reduced, sum->name() + ".reduced", io::kGradNorm);
+      for (Node *reader : readers)
+        for (size_t i = 0; i < reader->numInputs(); ++i)
+          if (reader->input(i) == sum)
+            reader->setInput(i, r);
+      if (g.isGraphOutput(sum))
+        g.replaceGraphOutput(sum, r);
+      sum->sharding() = partial;
+    }
+    return llvm::Error::success();
+  }
+};
+
+} // namespace
+
+PassInfo zeroPartitionPass() {
+  return {"zero-partition", "Partition AdamW's state (ZeRO-1) and the gradients (ZeRO-2) over data parallelism",
+          "Per partita.AdamW: the moments become flat buffers (one per tensor-parallel block of the weight, padded to "
+          "a multiple of the axis size) split over the axis; the step updates each rank's part of the flattened "
+          "weight and gradient and all-gathers the updated weight. stage=2 also makes the backward's grad.<w> the "
+          "rank's part of the flat gradient (its all-reduce becomes a reduce-scatter). Run after data-parallel, "
+          "before insert-collectives.",
+          "stage=int (1): 1 or 2; axis=string (dp): the data-parallel mesh axis",
+          [] { return std::make_unique<ZeroPartition>(); }};
+}
+
+} // namespace partita
