@@ -17,14 +17,14 @@
 // flat buffer split over dp, so the planner turns its all-reduce into a
 // reduce-scatter (each rank receives the sum of its own part), and
 // accumulated_grad.w is that part. The gradient norm's square sums then
-// come out partial over dp and are all-reduced (one scalar each,
-// coalesce-collectives buckets them).
+// come out partial over dp; they are added up first and all-reduced once.
 //
 // The pass leaves partita.Reshard nodes for insert-collectives to lower.
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Verifier.h"
 #include "passes/AddOptimizer.h"
 #include "passes/Passes.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/Twine.h"
 #include <algorithm>
 
@@ -65,6 +65,9 @@ public:
     for (Node *a : adams)
       if (auto err = partition(g, a))
         return err;
+    if (stage_ >= 2)
+      if (auto err = reduceNormOnce(g))
+        return err;
     if (auto err = g.sortTopologically())
       return err;
     if (auto err = verifyGraph(g))
@@ -77,6 +80,7 @@ private:
   int stage_ = 1;
   int64_t parts_ = 1;
   Mesh mesh_;
+  std::vector<Value *> squareSums_; // stage 2: the gradient norm's, partial over dp
 
   /// A weight's flat buffers: FlattenShards' attributes, and the shardings
   /// of a buffer before (`perBlock`, the tp blocks) and after dp splits it.
@@ -231,20 +235,45 @@ private:
         return passError(name(), "node " + u->describe() + " reads the gradient %" + accumulated->name() +
                                      " other than the gradient norm's square sum; it cannot read a partitioned one");
       retype(u->output(), f);
-      Value *sum = u->output()->users()[0]->output();
-      Sharding reduced = sum->sharding() ? *sum->sharding() : Sharding::replicated(sum->type().rank());
-      Sharding partial = reduced;
-      partial.partial.push_back(axis_);
-      std::vector<Node *> readers = sum->users();
-      Value *r = reshard(g, sum, reduced, sum->name() + ".reduced", io::kGradNorm);
-      for (Node *reader : readers)
-        for (size_t i = 0; i < reader->numInputs(); ++i)
-          if (reader->input(i) == sum)
-            reader->setInput(i, r);
-      if (g.isGraphOutput(sum))
-        g.replaceGraphOutput(sum, r);
-      sum->sharding() = partial;
+      squareSums_.push_back(u->output()->users()[0]->output());
     }
+    return llvm::Error::success();
+  }
+
+  /// Stage 2: the square sums of gradient parts are partial over dp, and so
+  /// is every sum of them (Adds, and tp's all-reduces: linear); the norm's
+  /// square is all-reduced over dp once, before its square root.
+  llvm::Error reduceNormOnce(Graph &g) {
+    Value *norm = g.findValue(io::kNorm);
+    Node *root = norm && g.isGraphOutput(norm) ? norm->definingNode() : nullptr;
+    if (!root || !root->is("Sqrt"))
+      return passError(name(), "the graph has no gradient norm output " + std::string(io::kNorm) +
+                                   " = Sqrt(sum of squares) (add-optimizer's)");
+    std::vector<Value *> work = squareSums_;
+    llvm::SmallPtrSet<Value *, 32> seen;
+    while (!work.empty()) {
+      Value *v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second)
+        continue;
+      if (!v->sharding())
+        v->sharding() = Sharding::replicated(v->type().rank());
+      if (std::find(v->sharding()->partial.begin(), v->sharding()->partial.end(), axis_) == v->sharding()->partial.end())
+        v->sharding()->partial.push_back(axis_);
+      for (Node *u : v->users()) {
+        if (u == root)
+          continue;
+        bool linear = u->is("Add") || (u->is("AllReduce", "partita") && u->stringAttr("reduce", "sum") == "sum");
+        if (!linear)
+          return passError(name(), "node " + u->describe() + " reads a sum of squared gradients and is not a sum: "
+                                   "the gradient norm of partitioned gradients is summed, then all-reduced");
+        work.push_back(u->output());
+      }
+    }
+    Value *total = root->input(0);
+    Sharding whole = *total->sharding();
+    whole.partial.erase(std::find(whole.partial.begin(), whole.partial.end(), axis_));
+    root->setInput(0, reshard(g, total, whole, total->name() + ".reduced", io::kGradNorm));
     return llvm::Error::success();
   }
 };

@@ -7,6 +7,7 @@
 // the full buffer).
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxImport.h"
+#include "passes/AddOptimizer.h"
 #include "runtime/core/Device.h"
 #include "runtime/executor/Program.h"
 #include "tools/Commands.h"
@@ -110,7 +111,7 @@ int inspectMain() {
   os << header;
   /// What one program costs; dp replicas share a program, sized once.
   struct Sizes {
-    double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0;
+    double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0, grads = 0, moments = 0;
     int collectives = 0;
     std::vector<std::string> lines;
   };
@@ -143,6 +144,16 @@ int inspectMain() {
     for (const std::string &name : plan->params)
       if (const rt::TensorView *p = (*program)->staticTensor(name))
         z.params += static_cast<double>(p->bytes());
+    // The optimizer's state as the step reads it: whole, or under ZeRO the
+    // rank's part (moments from stage 1, gradients from stage 2).
+    for (const Value *in : (*g)->inputs()) {
+      llvm::StringRef n(in->name());
+      double bytes = static_cast<double>(in->type().numel() * static_cast<int64_t>(dtypeSize(in->type().dtype)));
+      if (n.startswith(optimizer_io::gradient("")))
+        z.grads += bytes;
+      else if (n.startswith(optimizer_io::moment1("")) || n.startswith(optimizer_io::moment2("")))
+        z.moments += bytes;
+    }
     return &sized.emplace(rel, std::move(z)).first->second;
   };
   for (const RankPlan &r : plan->ranks) {
@@ -161,6 +172,10 @@ int inspectMain() {
       if (name != "step") // the step's outputs are bound to the parameters and moments (counted below)
         z.outputs += (*one)->outputs;
       z.params += (*one)->params;
+      if (name == optimizer_io::kStep) {
+        z.grads += (*one)->grads;
+        z.moments += (*one)->moments;
+      }
       z.comm += (*one)->comm;
       z.collectives += (*one)->collectives;
       for (const std::string &l : (*one)->lines)
@@ -169,11 +184,11 @@ int inspectMain() {
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
     if (!r.program("step").empty()) {
-      // Training: the parameters this rank updates, their gradients and
-      // AdamW's two moments (the gradients' all-reduce over dp is one of the
-      // program's collectives above).
+      // Training: the parameters this rank updates, the gradients it
+      // accumulates and AdamW's two moments, as the step reads them (under
+      // ZeRO the rank's parts; the collectives are among those above).
       os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB\n",
-                         z.params / 1e6, z.params / 1e6, 2 * z.params / 1e6);
+                         z.params / 1e6, z.grads / 1e6, z.moments / 1e6);
     }
     if (r.rank == std::max(0, onlyRank.getValue()) && !z.lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";

@@ -16,9 +16,12 @@
 // CHECK-SAME: %accumulated_grad.b: f32[6] {S(dp)}, %adam_m.b: f32[6] {S(dp)}, %adam_v.b: f32[6] {S(dp)})
 // Stage 2: w1's gradient, partial over dp, is flattened and reduce-scattered
 // in the backward (each rank receives the sum of its part only); the square
-// sums of the gradient parts are partial over dp too and all-reduced.
+// sums of the gradient parts are partial over dp too: added up (through tp's
+// all-reduce, which is linear) and all-reduced over dp once.
 // CHECK: %[[G:.*]] = MatMul(%xt, %h) : f32[8,6] {R,S(tp)} partial(dp)
 // CHECK: %[[SQ:.*]] = ReduceSum({{.*}}) {keepdims = 0, program = "grad_norm"} : f32[] {} partial(tp,dp)
+// CHECK: %[[SQTP:.*]] = partita.AllReduce(%[[SQ]]) {axis = "tp"} : f32[] {} partial(dp)
+// CHECK: %[[SUM:.*]] = Add({{.*}}%[[SQTP]]) {program = "grad_norm"} : f32[] {} partial(dp)
 // CHECK: %w1.flat = partita.FlattenShards(%w1) {blocks = 2, dim = 1, length = 24, program = "step"} : f32[48] {S(tp)}
 // CHECK: %[[GF:.*]] = partita.FlattenShards(%[[G]]) {blocks = 2, dim = 1, length = 24, program = "backward"} : f32[48] {S(tp)} partial(dp)
 // CHECK: %b.flat = partita.FlattenShards(%b) {blocks = 1, dim = 0, length = 6, program = "step"} : f32[6] {R}
@@ -26,11 +29,12 @@
 // CHECK: %[[UP:.*]], %updated.adam_m.w1, %updated.adam_v.w1 = partita.AdamW(%lr, %bias_correction1, %bias_correction2, %w1.owned, %accumulated_grad.w1, %adam_m.w1, %adam_v.w1, %grad_scale)
 // CHECK-SAME: : f32[48] {S(tp,dp)}, f32[48] {S(tp,dp)}, f32[48] {S(tp,dp)}
 // CHECK: %grad.w1 = partita.ReduceScatter(%[[GF]]) {axis = "dp", dim = 0} : f32[48] {S(tp,dp)}
-// CHECK: partita.AllReduce(%[[SQ]]) {axis = "dp"} : f32[] {} partial(tp)
 // CHECK: %[[GATHERED:.*]] = partita.AllGather(%[[UP]]) {axis = "dp", dim = 0} : f32[48] {S(tp)}
 // CHECK-NEXT: %updated.w1 = partita.UnflattenShards(%[[GATHERED]]) {blocks = 2, dim = 1, program = "step", shape = [8, 6]} : f32[8,6] {R,S(tp)}
 // CHECK: %updated.b = partita.UnflattenShards({{.*}}) {blocks = 1, dim = 0, program = "step", shape = [5]} : f32[5] {R}
 // CHECK-NOT: ReduceScatter
+// CHECK: %[[TOTAL:.*]] = partita.AllReduce(%[[SUM]]) {axis = "dp"} : f32[] {}
+// CHECK-NEXT: %grad_norm = Sqrt(%[[TOTAL]])
 // CHECK: return %loss, %grad.w1, %grad.b, %updated.w1, %updated.adam_m.w1
 
 // Stage 1: the backward all-reduces w1's gradient whole; the step slices
