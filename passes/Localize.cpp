@@ -17,6 +17,9 @@
 #include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
 #include "passes/sharding/Layout.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include <algorithm>
 
 namespace partita {
 
@@ -82,12 +85,13 @@ public:
     llvm::DenseMap<const Value *, Sharding> shardingOf(shardings.begin(), shardings.end());
     auto splitDim0 = [&](const Value *v) { return v && shardingOf.count(v) && !shardingOf[v].dims.empty() && !shardingOf[v].dims[0].empty(); };
     // 2. Rewrites.
+    llvm::DenseMap<const Node *, std::vector<Node *>> sliceNodes; // a ShardSlice's replacement
     for (Node *n : nodes) {
       Sharding out = n->numOutputs() ? shardingOf.lookup(n->output()) : Sharding();
       if (n->is("Weight") && !out.dims.empty() && !out.isReplicated())
         shardWeight(g, n, out);
       else if (n->is("ShardSlice", "partita")) {
-        if (auto err = localSlice(g, n))
+        if (auto err = localSlice(g, n, sliceNodes[n]))
           return err;
       }
       else if (n->is("AllReduce", "partita") || n->is("AllGather", "partita") || n->is("ReduceScatter", "partita")) {
@@ -105,6 +109,25 @@ public:
         n->setAttr("offset", Attribute::ofInt(blockOffset(out, 0, n->output()->type().shape[0])));
       else if (n->is("FlattenShards", "partita") || n->is("UnflattenShards", "partita"))
         localFlatShards(n, shardingOf.lookup(n->is("FlattenShards", "partita") ? n->input(0) : n->output()));
+    }
+    // A local slice runs where its ShardSlice did (the programs' order is
+    // their memory plan's: ZeRO slices each weight's flat copy right after
+    // making it), the other new nodes after everything (sorted in later).
+    if (!sliceNodes.empty()) {
+      std::vector<Node *> order;
+      llvm::DenseSet<const Node *> placed;
+      for (Node *n : nodes) {
+        auto it = sliceNodes.find(n);
+        for (Node *m : it != sliceNodes.end() ? it->second : std::vector<Node *>{n})
+          if (!m->isErased() && placed.insert(m).second)
+            order.push_back(m);
+      }
+      for (Node *n : g.nodes())
+        if (placed.insert(n).second)
+          order.push_back(n);
+      g.setOrder(order);
+      if (auto err = g.sortTopologically())
+        return err;
     }
     g.mesh = Mesh();
     return llvm::Error::success();
@@ -206,7 +229,7 @@ private:
   /// o the dimension is [o, rest] and the rank takes its block of `rest` in
   /// each of the o blocks: a strided slice, written as Reshape to
   /// [.., o, rest, ..], Slice of the inner dimension, Reshape back.
-  llvm::Error localSlice(Graph &g, Node *n) {
+  llvm::Error localSlice(Graph &g, Node *n, std::vector<Node *> &made) {
     Value *in = n->input(0), *out = n->output();
     if (!mesh_.find(n->stringAttr("axis", "")))
       return passError(name(), "node " + n->describe() + ": its axis '" + n->stringAttr("axis", "") +
@@ -218,6 +241,12 @@ private:
                                    " does not divide its dimension " + llvm::Twine(dim));
     int64_t part = len / outer, begin = coordOf(n->stringAttr("axis", "")) * part;
     auto typed = [&](Node *m, const Shape &shape) {
+      // Its constant operands (made just before it) first, then the node.
+      for (Value *operand : m->inputs())
+        if (operand && operand->definingNode() && operand->definingNode()->is("Constant") &&
+            std::find(made.begin(), made.end(), operand->definingNode()) == made.end())
+          made.push_back(operand->definingNode());
+      made.push_back(m);
       m->output()->type() = TensorType{out->type().dtype, shape, true};
       return m->output();
     };

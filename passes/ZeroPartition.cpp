@@ -19,11 +19,16 @@
 // accumulated_grad.w is that part. The gradient norm's square sums then
 // come out partial over dp; they are added up first and all-reduced once.
 //
-// The pass leaves partita.Reshard nodes for insert-collectives to lower.
+// The pass places its collectives itself (the planner's), each weight's
+// next to its update or its gradient, so only one weight's flat copies are
+// alive at a time.
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Verifier.h"
 #include "passes/AddOptimizer.h"
 #include "passes/Passes.h"
+#include "passes/sharding/ReshardPlanner.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/Twine.h"
 #include <algorithm>
@@ -68,6 +73,23 @@ public:
     if (stage_ >= 2)
       if (auto err = reduceNormOnce(g))
         return err;
+    // Each made node beside its anchor (nullptr: first), in the order made.
+    std::vector<Node *> order = before_[nullptr];
+    llvm::DenseSet<const Node *> isMade;
+    for (auto *lists : {&before_, &after_})
+      for (auto &[anchor, nodes] : *lists)
+        isMade.insert(nodes.begin(), nodes.end());
+    for (Node *n : g.nodes()) {
+      if (isMade.count(n))
+        continue;
+      auto b = before_.find(n), e = after_.find(n);
+      if (b != before_.end())
+        order.insert(order.end(), b->second.begin(), b->second.end());
+      order.push_back(n);
+      if (e != after_.end())
+        order.insert(order.end(), e->second.begin(), e->second.end());
+    }
+    g.setOrder(order);
     if (auto err = g.sortTopologically())
       return err;
     if (auto err = verifyGraph(g))
@@ -81,6 +103,8 @@ private:
   int64_t parts_ = 1;
   Mesh mesh_;
   std::vector<Value *> squareSums_; // stage 2: the gradient norm's, partial over dp
+  std::vector<Node *> pending_;      // made, not yet placed
+  llvm::DenseMap<Node *, std::vector<Node *>> before_, after_;
 
   /// A weight's flat buffers: FlattenShards' attributes, and the shardings
   /// of a buffer before (`perBlock`, the tp blocks) and after dp splits it.
@@ -125,11 +149,6 @@ private:
     return f;
   }
 
-  static void tag(Node *n, const std::string &program) {
-    if (!program.empty())
-      n->setAttr(io::kProgramAttr, Attribute::ofString(program));
-  }
-
   Value *flatten(Graph &g, Value *x, const Flat &f, const std::string &program) {
     Node *n = g.createNode("FlattenShards", {x}, {x->name() + ".flat"}, "partita");
     n->setAttr("dim", Attribute::ofInt(f.dim));
@@ -141,17 +160,40 @@ private:
     n->output()->sharding() = f.perBlock;
     if (x->sharding()) // a partial sum stays one (the padding adds zeros)
       n->output()->sharding()->partial = x->sharding()->partial;
-    tag(n, program);
+    made(n, program);
     return n->output();
   }
 
-  static Value *reshard(Graph &g, Value *x, const Sharding &to, const std::string &nameHint,
-                        const std::string &program) {
-    Node *n = g.createNode("Reshard", {x}, {nameHint}, "partita");
-    n->output()->type() = x->type();
-    n->output()->sharding() = to;
-    tag(n, program);
-    return n->output();
+  /// `x` converted to sharding `to` by the planner's collectives, made here
+  /// (not left to insert-collectives) so they can be placed beside their
+  /// operand: a weight's update runs flatten, slice, update, gather,
+  /// unflatten before the next weight's, so one weight's flat copies are
+  /// alive at a time.
+  llvm::Expected<Value *> reshard(Graph &g, Value *x, const Sharding &to, const std::string &nameHint,
+                                  const std::string &program) {
+    size_t rank = x->type().rank();
+    auto steps = planReshard(x->sharding() ? *x->sharding() : Sharding::replicated(rank), to, rank);
+    if (!steps)
+      return passError(name(), "value %" + x->name() + ": " + llvm::toString(steps.takeError()));
+    Value *v = x;
+    for (size_t i = 0; i < steps->size(); ++i) {
+      v = makeCollective(g, (*steps)[i], v, i + 1 == steps->size() ? nameHint : nameHint + ".part");
+      made(v->definingNode(), program);
+    }
+    return v;
+  }
+
+  /// Records a node this pass made (placed by place()) and its program.
+  void made(Node *n, const std::string &program) {
+    if (!program.empty())
+      n->setAttr(io::kProgramAttr, Attribute::ofString(program));
+    pending_.push_back(n);
+  }
+  /// Places the nodes made since the last call right before or after `anchor`.
+  void place(Node *anchor, bool before) {
+    auto &list = before ? before_[anchor] : after_[anchor];
+    list.insert(list.end(), pending_.begin(), pending_.end());
+    pending_.clear();
   }
 
   static void retype(Value *v, const Flat &f) {
@@ -173,21 +215,30 @@ private:
     const Flat &f = *flat;
     std::string step = a->stringAttr(io::kProgramAttr, "");
     // The parameter's owned part: a local slice of its flat buffer.
-    a->setInput(3, reshard(g, flatten(g, w, f, step), f.owned, w->name() + ".owned", step));
-    if (stage_ >= 2) {
+    auto wOwned = reshard(g, flatten(g, w, f, step), f.owned, w->name() + ".owned", step);
+    if (!wOwned)
+      return wOwned.takeError();
+    a->setInput(3, *wOwned);
+    if (stage_ < 2) {
+      auto gOwned = reshard(g, flatten(g, grad, f, step), f.owned, grad->name() + ".owned", step);
+      if (!gOwned)
+        return gOwned.takeError();
+      a->setInput(4, *gOwned);
+    }
+    place(a, /*before=*/true);
+    if (stage_ >= 2)
       if (auto err = partitionGradient(g, w, grad, f))
         return err;
-    } else {
-      a->setInput(4, reshard(g, flatten(g, grad, f, step), f.owned, grad->name() + ".owned", step));
-    }
     for (Value *state : {m, v})
       retype(state, f);
     for (Value *out : a->outputs())
       retype(out, f);
     // Every rank's updated part, gathered into the whole parameter.
     Value *updated = a->output(0);
-    Value *whole = reshard(g, updated, f.perBlock, updated->name() + ".gathered", step);
-    Node *u = g.createNode("UnflattenShards", {whole}, {updated->name() + ".whole"}, "partita");
+    auto whole = reshard(g, updated, f.perBlock, updated->name() + ".gathered", step);
+    if (!whole)
+      return whole.takeError();
+    Node *u = g.createNode("UnflattenShards", {*whole}, {updated->name() + ".whole"}, "partita");
     u->setAttr("dim", Attribute::ofInt(f.dim));
     u->setAttr("blocks", Attribute::ofInt(f.blocks));
     if (f.outer != 1)
@@ -195,7 +246,8 @@ private:
     u->setAttr("shape", Attribute::ofInts({w->type().shape.begin(), w->type().shape.end()}));
     u->output()->type() = w->type();
     u->output()->sharding() = w->sharding();
-    tag(u, step);
+    made(u, step);
+    place(a, /*before=*/false);
     g.replaceGraphOutput(updated, u->output());
     return llvm::Error::success();
   }
@@ -219,8 +271,14 @@ private:
     }
     std::string backward = out->definingNode() ? out->definingNode()->stringAttr(io::kProgramAttr, io::kBackward)
                                                : io::kBackward;
-    Value *owned = reshard(g, flatten(g, src, f, backward), f.owned, out->name() + ".owned", backward);
-    g.replaceGraphOutput(out, owned);
+    auto owned = reshard(g, flatten(g, src, f, backward), f.owned, out->name() + ".owned", backward);
+    if (!owned)
+      return owned.takeError();
+    if (src->definingNode())
+      place(src->definingNode(), /*before=*/false); // as soon as the gradient is computed
+    else
+      place(nullptr, /*before=*/true);
+    g.replaceGraphOutput(out, *owned);
     // The optimizer's reads of the accumulated gradient: AdamW (as it is)
     // and the gradient norm's square sum, now partial over dp.
     retype(accumulated, f);
@@ -273,7 +331,11 @@ private:
     Value *total = root->input(0);
     Sharding whole = *total->sharding();
     whole.partial.erase(std::find(whole.partial.begin(), whole.partial.end(), axis_));
-    root->setInput(0, reshard(g, total, whole, total->name() + ".reduced", io::kGradNorm));
+    auto reduced = reshard(g, total, whole, total->name() + ".reduced", io::kGradNorm);
+    if (!reduced)
+      return reduced.takeError();
+    root->setInput(0, *reduced);
+    place(root, /*before=*/true);
     return llvm::Error::success();
   }
 };

@@ -19,30 +19,31 @@
 // sums of the gradient parts are partial over dp too: added up (through tp's
 // all-reduce, which is linear) and all-reduced over dp once.
 // CHECK: %[[G:.*]] = MatMul(%xt, %h) : f32[8,6] {R,S(tp)} partial(dp)
+// CHECK-NEXT: %[[GF:.*]] = partita.FlattenShards(%[[G]]) {blocks = 2, dim = 1, length = 24, program = "backward"} : f32[48] {S(tp)} partial(dp)
+// CHECK-NEXT: %grad.w1 = partita.ReduceScatter(%[[GF]]) {axis = "dp", dim = 0, program = "backward"} : f32[48] {S(tp,dp)}
 // CHECK: %[[SQ:.*]] = ReduceSum({{.*}}) {keepdims = 0, program = "grad_norm"} : f32[] {} partial(tp,dp)
-// CHECK: %[[SQTP:.*]] = partita.AllReduce(%[[SQ]]) {axis = "tp"} : f32[] {} partial(dp)
-// CHECK: %[[SUM:.*]] = Add({{.*}}%[[SQTP]]) {program = "grad_norm"} : f32[] {} partial(dp)
-// CHECK: %w1.flat = partita.FlattenShards(%w1) {blocks = 2, dim = 1, length = 24, program = "step"} : f32[48] {S(tp)}
-// CHECK: %[[GF:.*]] = partita.FlattenShards(%[[G]]) {blocks = 2, dim = 1, length = 24, program = "backward"} : f32[48] {S(tp)} partial(dp)
-// CHECK: %b.flat = partita.FlattenShards(%b) {blocks = 1, dim = 0, length = 6, program = "step"} : f32[6] {R}
-// CHECK: %w1.owned = partita.ShardSlice(%w1.flat) {axis = "dp", dim = 0} : f32[48] {S(tp,dp)}
-// CHECK: %[[UP:.*]], %updated.adam_m.w1, %updated.adam_v.w1 = partita.AdamW(%lr, %bias_correction1, %bias_correction2, %w1.owned, %accumulated_grad.w1, %adam_m.w1, %adam_v.w1, %grad_scale)
+// Each weight's step in turn (one weight's flat copies alive at a time).
+// CHECK-NEXT: %w1.flat = partita.FlattenShards(%w1) {blocks = 2, dim = 1, length = 24, program = "step"} : f32[48] {S(tp)}
+// CHECK-NEXT: %w1.owned = partita.ShardSlice(%w1.flat) {axis = "dp", dim = 0, program = "step"} : f32[48] {S(tp,dp)}
+// CHECK-NEXT: %[[UP:.*]], %updated.adam_m.w1, %updated.adam_v.w1 = partita.AdamW(%lr, %bias_correction1, %bias_correction2, %w1.owned, %accumulated_grad.w1, %adam_m.w1, %adam_v.w1, %grad_scale)
 // CHECK-SAME: : f32[48] {S(tp,dp)}, f32[48] {S(tp,dp)}, f32[48] {S(tp,dp)}
-// CHECK: %grad.w1 = partita.ReduceScatter(%[[GF]]) {axis = "dp", dim = 0} : f32[48] {S(tp,dp)}
-// CHECK: %[[GATHERED:.*]] = partita.AllGather(%[[UP]]) {axis = "dp", dim = 0} : f32[48] {S(tp)}
+// CHECK-NEXT: %[[GATHERED:.*]] = partita.AllGather(%[[UP]]) {axis = "dp", dim = 0, program = "step"} : f32[48] {S(tp)}
 // CHECK-NEXT: %updated.w1 = partita.UnflattenShards(%[[GATHERED]]) {blocks = 2, dim = 1, program = "step", shape = [8, 6]} : f32[8,6] {R,S(tp)}
+// CHECK: %b.flat = partita.FlattenShards(%b) {blocks = 1, dim = 0, length = 6, program = "step"} : f32[6] {R}
 // CHECK: %updated.b = partita.UnflattenShards({{.*}}) {blocks = 1, dim = 0, program = "step", shape = [5]} : f32[5] {R}
-// CHECK-NOT: ReduceScatter
-// CHECK: %[[TOTAL:.*]] = partita.AllReduce(%[[SUM]]) {axis = "dp"} : f32[] {}
+// CHECK: %[[SQTP:.*]] = partita.AllReduce(%[[SQ]]) {axis = "tp"} : f32[] {} partial(dp)
+// CHECK-NEXT: %[[SUM:.*]] = Add({{.*}}%[[SQTP]]) {program = "grad_norm"} : f32[] {} partial(dp)
+// CHECK-NEXT: %[[TOTAL:.*]] = partita.AllReduce(%[[SUM]]) {axis = "dp", program = "grad_norm"} : f32[] {}
 // CHECK-NEXT: %grad_norm = Sqrt(%[[TOTAL]])
+// CHECK-NOT: ReduceScatter
 // CHECK: return %loss, %grad.w1, %grad.b, %updated.w1, %updated.adam_m.w1
 
 // Stage 1: the backward all-reduces w1's gradient whole; the step slices
 // the rank's part of the flattened accumulated gradient.
 // STAGE1: %accumulated_grad.w1: f32[8,6] {R,S(tp)}, %adam_m.w1: f32[48] {S(tp,dp)}, %adam_v.w1: f32[48] {S(tp,dp)}
 // STAGE1-NOT: ReduceScatter
+// STAGE1: %accumulated_grad.w1.owned = partita.ShardSlice(%accumulated_grad.w1.flat) {axis = "dp", dim = 0, program = "step"} : f32[48] {S(tp,dp)}
 // STAGE1: %grad.w1 = partita.AllReduce({{.*}}) {axis = "dp"} : f32[8,6] {R,S(tp)}
-// STAGE1: %accumulated_grad.w1.owned = partita.ShardSlice(%accumulated_grad.w1.flat) {axis = "dp", dim = 0} : f32[48] {S(tp,dp)}
 // STAGE1-NOT: ReduceScatter
 
 // Rank dp:1, tp:0 holds its block (blocks = 1) and the second half of it.
