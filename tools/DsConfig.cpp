@@ -274,7 +274,7 @@ llvm::Error checkDsCompiledBatch(const DsMapping &m, llvm::StringRef dir) {
   std::string shape;
   for (int64_t d : first.type.shape)
     shape += (shape.empty() ? "" : "x") + std::to_string(d);
-  return fail(m.file + ": train_micro_batch_size_per_gpu: " + m.microBatchFrom + " per replica, but the model's batch is " +
+  return fail(m.file + ": a micro-batch of " + m.microBatchFrom + " per replica is not the model's batch " +
               std::to_string(batch) + " (its first input '" + first.name + "' is " + shape +
               "): export it with that batch, or fix a dynamic batch with --input-shape " + first.name + "=...");
 }

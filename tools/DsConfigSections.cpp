@@ -239,7 +239,8 @@ void mapScheduler(const Section &top, const DsContext &ctx) {
   r.warn("scheduler", "ds-config key 'scheduler': DeepSpeed updates the learning rate after each optimizer step, "
                       "starting from " + (cosine ? std::string("0") : rampStart) + " at step 1, and warms up over at "
                       "least 2 steps: the learning rates of the first " + std::to_string(late) + " steps differ from "
-                      "Partita's linear warmup to the full rate at step " + std::to_string(warmup) +
+                      "Partita's, " + (warmup > 0 ? "which warms up linearly to the full rate at step " +
+                      std::to_string(warmup) : std::string("which runs at the full rate from step 1")) +
                       (decay ? "; and DeepSpeed's linear decay runs one step behind Partita's" : ""));
 }
 
