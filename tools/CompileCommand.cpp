@@ -16,6 +16,7 @@
 #include "passes/ClassifyParameters.h"
 #include "passes/TieEmbeddings.h"
 #include "tools/Commands.h"
+#include "tools/DsConfig.h"
 #include "tools/OutputDir.h"
 #include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
@@ -94,6 +95,10 @@ static cl::opt<double> bucketMb("bucket-mb",
                                          "many megabytes, each started as soon as its last gradient is computed "
                                          "(DDP's bucket_cap_mb; 0: one all-reduce per gradient)"),
                                 cl::init(25.0), cl::sub(compileCmd));
+static cl::opt<std::string> dsConfig("ds-config",
+                                     cl::desc("A DeepSpeed config: its keys set the flags they map to (README); a "
+                                              "flag given here overrides the file"),
+                                     cl::value_desc("FILE"), cl::sub(compileCmd));
 static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR"), cl::init(false),
                              cl::sub(compileCmd));
 
@@ -507,11 +512,16 @@ static llvm::Error compile(llvm::StringRef dir) {
 }
 
 int compileMain() {
+  auto ds = useDsConfigForCompile(dsConfig, compileCmd, dp); // sets the flags the file maps to
+  if (!ds)
+    return reportError("partita compile", ds.takeError());
   auto staged = StagedOutput::begin(outDir, "compile", "-o", {model.getValue()});
   if (!staged)
     return reportError("partita compile", staged.takeError());
   if (auto err = compile(staged->path()))
     return reportError("partita compile", std::move(err)); // the staging folder goes, an earlier output stays
+  if (auto err = checkDsCompiledBatch(*ds, staged->path()))
+    return reportError("partita compile", std::move(err));
   if (auto err = staged->commit())
     return reportError("partita compile", std::move(err));
   return 0;

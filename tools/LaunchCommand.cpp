@@ -15,6 +15,7 @@
 #include "runtime/train/TokenFile.h"
 #include "runtime/train/Trainer.h"
 #include "tools/Commands.h"
+#include "tools/DsConfig.h"
 #include "tools/OutputDir.h"
 #include "tools/ToolCommon.h"
 #include "llvm/ADT/StringExtras.h"
@@ -123,6 +124,10 @@ static Flag<std::string> idsInput("ids-input",
                                   cl::desc("The input that takes the token ids (default: the one integer "
                                            "[batch, seq] input besides labels, attention_mask, position_ids)"),
                                   cl::location(opts.train.idsInput), BOTH);
+static cl::opt<std::string> dsConfig("ds-config",
+                                     cl::desc("A DeepSpeed config: its keys set the training flags they map to "
+                                              "(README); a flag given here overrides the file"),
+                                     cl::value_desc("FILE"), BOTH);
 // The staging folder the launcher made for the outputs (tools/OutputDir.h).
 static Flag<std::string> stagingDir("staging-dir", cl::desc("(internal) where the ranks write"),
                                     cl::location(opts.stagingDir), cl::Hidden, cl::sub(workerCmd));
@@ -320,6 +325,8 @@ int launchMain(int argc, char **argv) {
   if (!plan)
     return reportError(tool, plan.takeError());
   bool trainPlan = plan->schedule == "gradient-accumulation";
+  if (auto err = useDsConfigForLaunch(dsConfig, launchCmd, *plan, opts.train, /*report=*/true))
+    return reportError(tool, std::move(err));
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
   auto tensors = readInputFiles(opts.inputs);
@@ -434,6 +441,8 @@ static llvm::Error runRank(int rank) {
   auto plan = readPlan(inDir(opts.planDir, "plan.json"));
   if (!plan)
     return plan.takeError();
+  if (auto err = useDsConfigForLaunch(dsConfig, workerCmd, *plan, opts.train, /*report=*/false))
+    return err;
   auto world = rt::MpiCommunicator::world(opts.collectiveTimeout);
   if (world->size() != plan->worldSize())
     return fail("started with " + llvm::Twine(world->size()) + " ranks, the plan needs " +
