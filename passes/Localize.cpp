@@ -216,6 +216,8 @@ private:
   /// ZeRO makes them), at their local shape.
   void localFlatShards(Node *n, const Sharding &x) {
     int64_t dim = n->intAttr("dim", 0), parts = 1;
+    if (dim < 0)
+      dim += static_cast<int64_t>(x.dims.size());
     if (dim >= 0 && static_cast<size_t>(dim) < x.dims.size())
       for (const std::string &axis : x.dims[static_cast<size_t>(dim)])
         parts *= mesh_.find(axis)->size;

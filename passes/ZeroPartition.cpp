@@ -269,6 +269,16 @@ private:
       if (overDp && in.dims == whole.dims && in.outer == whole.outer)
         src = def->input(0);
     }
+    // The flat buffers are the weight's blocks: the gradient must be split as the weight is.
+    Sharding ws = w->sharding() ? *w->sharding() : Sharding::replicated(w->type().rank());
+    Sharding gs = src->sharding() ? *src->sharding() : Sharding::replicated(src->type().rank());
+    gs.dims.resize(ws.dims.size());
+    bool sameSplit = gs.dims == ws.dims;
+    for (size_t d = 0; d < ws.dims.size() && sameSplit; ++d)
+      sameSplit = gs.outerOf(d) == ws.outerOf(d);
+    if (!sameSplit)
+      return passError(name(), "gradient %" + src->name() + " of weight %" + w->name() + " is laid out " + gs.str() +
+                                   ", the weight " + ws.str() + ": its flat buffers would not be the weight's blocks");
     std::string backward = out->definingNode() ? out->definingNode()->stringAttr(io::kProgramAttr, io::kBackward)
                                                : io::kBackward;
     auto owned = reshard(g, flatten(g, src, f, backward), f.owned, out->name() + ".owned", backward);
@@ -329,8 +339,13 @@ private:
       }
     }
     Value *total = root->input(0);
+    auto dp = total->sharding() ? std::find(total->sharding()->partial.begin(), total->sharding()->partial.end(), axis_)
+                                : nullptr;
+    if (!dp || dp == total->sharding()->partial.end())
+      return passError(name(), "the gradient norm's sum of squares %" + total->name() +
+                                   " is not reached from the partitioned gradients' square sums");
     Sharding whole = *total->sharding();
-    whole.partial.erase(std::find(whole.partial.begin(), whole.partial.end(), axis_));
+    whole.partial.erase(whole.partial.begin() + (dp - total->sharding()->partial.begin()));
     auto reduced = reshard(g, total, whole, total->name() + ".reduced", io::kGradNorm);
     if (!reduced)
       return reduced.takeError();
