@@ -375,6 +375,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   Plan plan = makePlan(mesh);
   plan.optimizer = adamw;
   plan.vocab = vocab;
+  plan.zero = dp > 1 ? zero : 0;
   plan.inputs = replicaInputs;
   for (const Value *out : programs.front().graph->outputs()) // the saved activations are the backward's
     if (std::find(split->saved.begin(), split->saved.end(), out->name()) == split->saved.end())

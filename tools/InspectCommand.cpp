@@ -13,6 +13,7 @@
 #include "tools/Commands.h"
 #include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
+#include "tools/ZeroMemory.h"
 #include "llvm/Support/CommandLine.h"
 #include <map>
 #include "llvm/Support/Format.h"
@@ -62,6 +63,30 @@ static double commBytes(const Node &n) {
   if (n.op() == "AllGather")
     return (parts - 1) / parts * out;
   return (parts - 1) / parts * in; // ReduceScatter
+}
+
+/// ZeRO's model states per rank for this plan's parameters (rank 0's
+/// shard: Ψ) at every stage, by the paper's formula (tools/ZeroMemory.h).
+static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
+  double psi = 0;
+  for (const TensorType &t : plan.paramTypes)
+    psi += static_cast<double>(t.numel());
+  int64_t nd = 1;
+  for (const MeshAxis &a : plan.mesh.axes)
+    if (a.name == "dp")
+      nd = a.size;
+  os << llvm::format("ZeRO model states per rank (GB = 1e9 bytes; psi = %.6g parameters per rank, dp = %lld; "
+                     "parameters + gradients + optimizer states; this plan: --zero %lld):\n",
+                     psi, static_cast<long long>(nd), static_cast<long long>(plan.zero));
+  for (int stage = 0; stage <= 3; ++stage) {
+    os << "  stage " << stage;
+    for (const StateBytesPerParameter *b : {&kMixedPrecision, &kFp32}) {
+      ModelStates m = zeroModelStates(psi, nd, stage, *b);
+      os << llvm::format("   %s: %.3f = %.3f + %.3f + %.3f", b->name, m.total() / 1e9, m.params / 1e9,
+                         m.grads / 1e9, m.optimizer / 1e9);
+    }
+    os << "\n";
+  }
 }
 
 int inspectMain() {
@@ -196,6 +221,8 @@ int inspectMain() {
         os << l << "\n";
     }
   }
+  if (!plan->paramTypes.empty())
+    printZeroFormula(os, *plan);
   return 0;
 }
 

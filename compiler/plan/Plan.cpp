@@ -190,7 +190,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                                                            {"weight_decay", p.optimizer.weightDecay}}},
                           {"index_ranges", std::move(ranges)},
                           {"initializers", std::move(initializers)},
-                          {"vocab", p.vocab}};
+                          {"vocab", p.vocab},
+                          {"zero", p.zero}};
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
@@ -306,6 +307,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
         p.params.push_back(s->str());
   if (auto v = root->getInteger("vocab"))
     p.vocab = *v;
+  if (auto v = root->getInteger("zero"))
+    p.zero = *v;
   if (const auto *layouts = root->getArray("param_layouts")) {
     for (const auto &l : *layouts) {
       const auto *o = l.getAsObject();

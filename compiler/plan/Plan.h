@@ -107,6 +107,8 @@ struct Plan {
   AdamWOptions optimizer;
   /// Training plans: the vocabulary the loss ranges over (0: unknown).
   int64_t vocab = 0;
+  /// Training plans: the ZeRO stage compiled (compile --zero; 0: none).
+  int64_t zero = 0;
   /// Integer inputs that index an embedding table, and the table's rows: a
   /// launch refuses ids outside [0, rows) (a vocab-parallel lookup would hide
   /// them behind its mask).
