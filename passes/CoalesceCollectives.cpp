@@ -12,7 +12,9 @@
 //   %g1 = partita.AllReduce(%g1.p) {axis = "dp"}     %g1, %g2 = partita.AllReduce(%g1.p, %g2.p)
 //   %g2 = partita.AllReduce(%g2.p) {axis = "dp"}  →      {async = 1, axis = "dp"}
 //
-// All-reduces another node reads (the loss's token counts), reductions by max
+// ZeRO-2's reduce-scatters of flat gradients are bucketed the same way (one
+// partita.ReduceScatter of several 1-D operands, async; a bucket holds one
+// kind). All-reduces another node reads (the loss's token counts), reductions by max
 // and other axes are left alone. A single all-reduce larger than a bucket is
 // a bucket of its own; a bucket never mixes operands of two programs
 // (split-programs' tags: the loss is the forward's, the gradients the
@@ -59,7 +61,7 @@ public:
       const TensorType &t = n->output()->type();
       size_t size = static_cast<size_t>(numElements(t.shape)) * dtypeSize(t.dtype);
       bool same = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype &&
-                  programOf(*buckets.back().front()) == programOf(*n);
+                  buckets.back().front()->op() == n->op() && programOf(*buckets.back().front()) == programOf(*n);
       if (buckets.empty() || !same || (bytes > 0 && bytes + size > bucketBytes_)) {
         buckets.emplace_back();
         bytes = 0;
@@ -76,7 +78,7 @@ public:
         operands.push_back(m->input(0));
         names.push_back(m->output()->name() + ".bucket");
       }
-      Node *b = g.createNode("AllReduce", operands, names, "partita");
+      Node *b = g.createNode(members.front()->op(), operands, names, "partita");
       for (const auto &attr : members.front()->attrs())
         b->setAttr(attr.first, attr.second);
       b->setAttr("async", Attribute::ofInt(1));
@@ -111,10 +113,16 @@ private:
   size_t bucketBytes_ = 25'000'000; // DDP's default bucket_cap_mb
 
 
-  /// A sum over the axis whose result no node reads (only graph outputs).
+  /// A sum over the axis whose result no node reads (only graph outputs):
+  /// an all-reduce, or a reduce-scatter of a 1-D value (ZeRO-2's flat gradients).
   bool candidate(const Graph &g, const Node &n) const {
-    return n.is("AllReduce", "partita") && n.numInputs() == 1 && n.stringAttr("axis", "") == axis_ &&
-           n.stringAttr("reduce", "sum") == "sum" && n.output()->users().empty() && g.isGraphOutput(n.output());
+    if (n.numInputs() != 1 || n.stringAttr("axis", "") != axis_ || !n.output()->users().empty() ||
+        !g.isGraphOutput(n.output()))
+      return false;
+    if (n.is("AllReduce", "partita"))
+      return n.stringAttr("reduce", "sum") == "sum";
+    return n.is("ReduceScatter", "partita") && n.input(0)->type().rank() == 1 && n.intAttr("dim", 0) == 0 &&
+           n.intAttr("outer", 1) == 1;
   }
 };
 

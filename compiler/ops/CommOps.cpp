@@ -6,7 +6,8 @@
 //                                               result i is operand i reduced; async = 1: the
 //                                               runtime may finish it as late as its first reader
 //   partita.AllGather(x)     {axis, dim}        Split(dim) -> Replicated
-//   partita.ReduceScatter(x) {axis, dim}        Partial -> Split(dim)
+//   partita.ReduceScatter(x...) {axis, dim, async}  Partial -> Split(dim); several 1-D operands
+//                                               split on dim 0: one bucket (coalesce-collectives)
 //   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication
 //
 // In the global IR shapes are global, so every one of them keeps its operand's
@@ -19,26 +20,37 @@
 namespace partita {
 
 namespace {
-OpInfo commOp(int scale) { // +1: dim grows by parts, -1: shrinks, 0: unchanged
+/// Operand i's result type: its dimension `dim` scaled by `parts` (+1:
+/// grows, -1: shrinks, 0: unchanged) once localize set parts.
+llvm::Expected<TensorType> localType(const InferContext &c, size_t i, int scale) {
+  TensorType t = c.type(i);
+  int64_t parts = c.node.intAttr("parts", 0);
+  if (parts <= 0 || scale == 0)
+    return t;
+  int64_t dim = normalizeAxis(c.node.intAttr("dim", 0), t.rank());
+  if (dim < 0)
+    return c.error("dim out of range");
+  if (scale > 0)
+    t.shape[dim] *= parts;
+  else if (t.shape[dim] % parts != 0)
+    return c.error("dimension " + llvm::Twine(t.shape[dim]) + " does not split into " + llvm::Twine(parts) +
+                   " parts");
+  else
+    t.shape[dim] /= parts;
+  return t;
+}
+
+OpInfo commOp(int scale, bool variadic = false) {
   return OpInfo{[scale](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
-                  TensorType t = c.type(0);
-                  int64_t parts = c.node.intAttr("parts", 0);
-                  if (parts > 0 && scale != 0) {
-                    int64_t dim = normalizeAxis(c.node.intAttr("dim", 0), t.rank());
-                    if (dim < 0)
-                      return c.error("dim out of range");
-                    if (scale > 0)
-                      t.shape[dim] *= parts;
-                    else if (t.shape[dim] % parts != 0)
-                      return c.error("dimension " + llvm::Twine(t.shape[dim]) + " does not split into " +
-                                     llvm::Twine(parts) + " parts");
-                    else
-                      t.shape[dim] /= parts;
+                  for (size_t i = 0; i < c.types.size(); ++i) {
+                    auto t = localType(c, i, scale);
+                    if (!t)
+                      return t.takeError();
+                    o.push_back(*t);
                   }
-                  o.push_back(t);
                   return llvm::Error::success();
                 },
-                {}, 1, 1};
+                {}, 1, variadic ? -1 : 1};
 }
 } // namespace
 
@@ -51,7 +63,7 @@ void registerCommOps(OpRegistry &r) {
                                     },
                                     {}, 1, -1});
   r.add("partita.AllGather", commOp(+1));
-  r.add("partita.ReduceScatter", commOp(-1));
+  r.add("partita.ReduceScatter", commOp(-1, /*variadic=*/true));
   r.add("partita.ShardSlice", commOp(-1));
 }
 

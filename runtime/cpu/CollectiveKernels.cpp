@@ -4,6 +4,7 @@
 // dimension re-lays the blocks through a staging buffer:
 //   AllGather(dim):     [outer, l, inner] per rank -> [p][outer, l, inner] -> [outer, p*l, inner]
 //   ReduceScatter(dim): [outer, p*l, inner] -> [p][outer, l, inner] -> reduce block `rank`
+//   ReduceScatter(x1, x2, ..) (a bucket, dim 0): [p][x1 block, x2 block, ..] -> reduce block `rank`
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/comm/Communicator.h"
@@ -23,7 +24,7 @@ public:
   CollectiveKernel(const Node &n, Coll kind)
       : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")),
         reduce_(n.stringAttr("reduce", "sum") == "max" ? Communicator::ReduceOp::Max : Communicator::ReduceOp::Sum) {
-    async_ = kind == Coll::AllReduce && n.intAttr("async", 0) != 0;
+    async_ = kind != Coll::AllGather && n.intAttr("async", 0) != 0;
     const Value *whole = kind == Coll::AllGather ? n.output() : n.input(0);
     const Shape &s = whole->type().shape;
     int64_t dim = normalizeAxis(n.intAttr("dim", 0), static_cast<int64_t>(s.size()));
@@ -73,6 +74,8 @@ public:
       return llvm::Error::success();
     }
     case Coll::ReduceScatter: {
+      if (ctx.inputs.size() > 1 || async_)
+        return startReduceScatterBucket(ctx, *comm);
       if (outer_ == 1)
         return comm->reduceScatter(in, out, blockElems, dt);
       staging_.resize(blockBytes_ * parts_);
@@ -95,7 +98,9 @@ public:
     handle_ = -1;
     if (auto err = comm_->wait(h))
       return err;
-    if (ctx.outputs.size() > 1)
+    if (kind_ == Coll::ReduceScatter)
+      unpackReceived(ctx);
+    else if (ctx.outputs.size() > 1)
       unpack(ctx);
     return llvm::Error::success();
   }
@@ -148,6 +153,50 @@ private:
     return llvm::Error::success();
   }
 
+  /// Several operands split on dimension 0 (ZeRO's flat gradients), or an
+  /// async one: every operand's block of rank 0, then of rank 1, ... through
+  /// one staging buffer (the operands' buffers are free once this returns),
+  /// one reduce-scatter into a second, whose parts are unpacked into the
+  /// results (in finish() when async: it runs while the backward goes on).
+  llvm::Error startReduceScatterBucket(KernelContext &ctx, Communicator &comm) {
+    size_t total = 0;
+    for (const TensorView &in : ctx.inputs)
+      total += in.bytes();
+    staging_.resize(total);
+    char *dst = staging_.data();
+    for (int64_t p = 0; p < parts_; ++p)
+      for (const TensorView &in : ctx.inputs) {
+        size_t block = in.bytes() / static_cast<size_t>(parts_);
+        std::memcpy(dst, static_cast<const char *>(in.data) + static_cast<size_t>(p) * block, block);
+        dst += block;
+      }
+    received_.resize(total / static_cast<size_t>(parts_));
+    size_t count = received_.size() / elem_;
+    DType dt = ctx.inputs[0].dtype;
+    if (!async_) {
+      if (auto err = comm.reduceScatter(staging_.data(), received_.data(), count, dt))
+        return err;
+      unpackReceived(ctx);
+      return llvm::Error::success();
+    }
+    if (handle_ >= 0)
+      return kernelError(node_, "started again before its previous reduce-scatter finished");
+    comm_ = &comm;
+    auto h = comm.startReduceScatter(staging_.data(), received_.data(), count, dt);
+    if (!h)
+      return h.takeError();
+    handle_ = *h;
+    return llvm::Error::success();
+  }
+
+  void unpackReceived(KernelContext &ctx) {
+    size_t offset = 0;
+    for (TensorView &out : ctx.outputs) {
+      std::memcpy(out.data, received_.data() + offset, out.bytes());
+      offset += out.bytes();
+    }
+  }
+
   /// Operand i, plus its addend (gradient accumulation), at `dst`.
   static void pack(const KernelContext &ctx, size_t i, void *dst) {
     const TensorView &in = ctx.inputs[i];
@@ -182,7 +231,7 @@ private:
   Communicator::ReduceOp reduce_;
   int64_t parts_ = 1, outer_ = 1;
   size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
-  std::vector<char> staging_;
+  std::vector<char> staging_, received_;
 };
 
 } // namespace
@@ -196,6 +245,10 @@ void registerCollectiveKernels(KernelRegistry &r) {
     r.add(op, kCpuDevice, [k](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
       if (n.intAttr("parts", 0) < 1)
         return kernelError(n, "collective without a group size (run localize before loading)");
+      if (n.is("ReduceScatter", "partita") && (n.numInputs() > 1 || n.intAttr("async", 0)))
+        for (const Value *in : n.inputs())
+          if (normalizeAxis(n.intAttr("dim", 0), in->type().rank()) != 0 || n.intAttr("outer", 1) != 1)
+            return kernelError(n, "a bucketed or async reduce-scatter splits its operands on dimension 0");
       for (size_t i = 1; i < n.numInputs(); ++i)
         if (!n.input(i) || n.input(i)->type().dtype != n.input(0)->type().dtype)
           return kernelError(n, "the operands of a bucketed all-reduce must share one element type");

@@ -284,7 +284,7 @@ llvm::Error Program::bindOutput(llvm::StringRef name, void *buffer) {
 bool Program::reducedAsync(llvm::StringRef output) const {
   size_t index = std::find(outputNames_.begin(), outputNames_.end(), output) - outputNames_.begin();
   for (const Step &step : steps_)
-    if (step.kernel->isAsync())
+    if (step.kernel->isAsync() && step.node->is("AllReduce", "partita")) // a reduce-scatter never defers
       for (int slot : step.outputs)
         for (size_t o : outputsOfSlot_[slot])
           if (o == index)

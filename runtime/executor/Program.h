@@ -103,7 +103,8 @@ public:
   /// linear: the result is the same as reducing every micro-batch.
   void setDeferReductions(bool on) { deferReductions_ = on; }
   llvm::Error setReductionAddend(llvm::StringRef output, const void *buffer);
-  /// Whether graph output `output` is the result of an async reduction.
+  /// Whether graph output `output` is the result of an async all-reduce
+  /// (one that defers; an async reduce-scatter, ZeRO-2's, reduces every run).
   bool reducedAsync(llvm::StringRef output) const;
 
   /// When on, run() accumulates wall time per op type (qualified name; a
