@@ -6,16 +6,17 @@
 # its gradients are ready and finished at the end of the backward pass, polled
 # between kernels, and with --no-overlap (each finished where it starts),
 # alternately; prints both medians, their ratio, and the time a step waits for
-# the bucket all-reduces.
-#   bash bench/dp_overlap.sh [STEPS] [BUCKET_MB]
+# the bucket all-reduces. ZERO=2 compiles with --zero 2: the buckets are
+# reduce-scatters of the flat gradients, overlapped the same way.
+#   [ZERO=0|1|2] bash bench/dp_overlap.sh [STEPS] [BUCKET_MB]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${1:-8} bucket=${2:-25}
+steps=${1:-8} bucket=${2:-25} zero=${ZERO:-0}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 models/export_gpt.py --d 768 --heads 12 --layers 4 --seq 128 --batch 4 -o "$work/gpt.onnx" 2>/dev/null
 /usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 256, 100000))"
-build/tools/partita compile "$work/gpt.onnx" --train --dp 2 --bucket-mb "$bucket" -o "$work/out" >/dev/null
+build/tools/partita compile "$work/gpt.onnx" --train --dp 2 --zero "$zero" --bucket-mb "$bucket" -o "$work/out" >/dev/null
 median_ms() { # step time from loss.csv (the first step, with set-up, left out)
   /usr/bin/python3 -c "
 import csv, statistics
@@ -27,7 +28,7 @@ run() { # $1: label, rest: extra flags
   build/tools/partita launch -n 2 "$work/out" --steps "$steps" --data "$work/tokens.npy" --batch 4 --seq 128 \
     --lr 1e-4 --threads 1 --profile --output-dir "$work/$label" "$@" > "$work/$label.log"
   # the program's per-op profile: the time spent waiting for the buckets
-  echo "$(median_ms "$work/$label") $(awk '/partita.AllReduce \(wait\)/ {s += $1} END {print s + 0}' "$work/$label.log")"
+  echo "$(median_ms "$work/$label") $(awk '/partita.(AllReduce|ReduceScatter) \(wait\)/ {s += $1} END {print s + 0}' "$work/$label.log")"
 }
 declare -a on off
 for round in 1 2; do
