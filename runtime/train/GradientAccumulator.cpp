@@ -57,6 +57,17 @@ void GradientAccumulator::afterLoss(int64_t micro, const std::vector<TensorView>
     lossSum_ += loss;
 }
 
+llvm::Error GradientAccumulator::checkSizes(const std::vector<TensorView> &outputs) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (outputIndex_[i] >= outputs.size() || outputs[outputIndex_[i]].numel() != numel_[i] ||
+        outputs[outputIndex_[i]].dtype != DType::F32)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the gradient program's output " + names_[i] + " is not the f32[" + std::to_string(numel_[i]) +
+              "] the step program reads: the plan's programs do not fit together (recompile)");
+  return llvm::Error::success();
+}
+
 void GradientAccumulator::afterGradients(int64_t micro, const std::vector<TensorView> &outputs) {
   bool last = micro + 1 == micro_;
   for (size_t i = 0; i < names_.size(); ++i) {

@@ -34,6 +34,9 @@ public:
   void beforeRun(int64_t micro);
   /// Takes micro-batch `micro`'s loss program outputs (the loss: output 0).
   void afterLoss(int64_t micro, const std::vector<TensorView> &outputs);
+  /// That the gradient program's outputs have the sizes given at create()
+  /// (the step's gradient inputs): an error naming the first that does not.
+  llvm::Error checkSizes(const std::vector<TensorView> &outputs) const;
   /// Takes micro-batch `micro`'s gradient program outputs (valid until its next run).
   void afterGradients(int64_t micro, const std::vector<TensorView> &outputs);
 

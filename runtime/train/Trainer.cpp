@@ -236,6 +236,9 @@ llvm::Error TrainingRun::backward(const Action &action) {
   auto outs = bwd_.run(feeds);
   if (!outs)
     return outs.takeError();
+  if (step_ == 1 && action.microBatch == 0)
+    if (auto err = grads_->checkSizes(*outs))
+      return err;
   grads_->afterGradients(action.microBatch, *outs);
   ++microBatchesRun_;
   profile_.phase("backward");
