@@ -25,9 +25,22 @@
 
 namespace partita::rt {
 
+/// What one rank's collectives moved, in bytes it sent by the ring
+/// algorithms' cost (the model NCCL's and MPI's large-message collectives
+/// follow): an all-reduce 2(n-1)/n of its buffer, an all-gather and a
+/// reduce-scatter (n-1)/n of the whole (the gathered result, the scattered
+/// operand), a broadcast or send its message.
+struct CommTraffic {
+  double allReduce = 0, allGather = 0, reduceScatter = 0, other = 0;
+  int64_t calls = 0;
+  double total() const { return allReduce + allGather + reduceScatter + other; }
+};
+
 class Communicator {
 public:
   virtual ~Communicator() = default;
+  /// Everything this rank's operations on this communicator moved so far.
+  const CommTraffic &traffic() const { return traffic_; }
   virtual int rank() const = 0;
   virtual int size() const = 0;
   enum class ReduceOp { Sum, Max };
@@ -74,6 +87,25 @@ public:
   /// diagnostics call it.
   virtual llvm::Expected<std::unique_ptr<Communicator>> splitGroup(int color, int key,
                                                                    llvm::StringRef name) const = 0;
+
+protected:
+  enum class Moved { AllReduce, AllGather, ReduceScatter, Other };
+  /// Backends call this for every operation they start: `wholeBytes` is an
+  /// all-reduce's or broadcast's buffer, an all-gather's result, a
+  /// reduce-scatter's operand, a message.
+  void recordTraffic(Moved kind, double wholeBytes) {
+    double n = size(), ring = n > 1 ? (n - 1) / n : 0;
+    ++traffic_.calls;
+    switch (kind) {
+    case Moved::AllReduce: traffic_.allReduce += 2 * ring * wholeBytes; break;
+    case Moved::AllGather: traffic_.allGather += ring * wholeBytes; break;
+    case Moved::ReduceScatter: traffic_.reduceScatter += ring * wholeBytes; break;
+    case Moved::Other: traffic_.other += wholeBytes; break;
+    }
+  }
+
+private:
+  CommTraffic traffic_;
 };
 
 /// Communicators a program's collectives use, by mesh axis name.

@@ -111,6 +111,7 @@ llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, Red
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::AllReduce, static_cast<double>(count * dtypeSize(dtype)));
   return collective(static_cast<int>(CommOp::AllReduce), "MPI_Allreduce", [&] {
     return MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
                          asComm(comm_));
@@ -121,6 +122,7 @@ llvm::Error MpiCommunicator::allGather(const void *send, void *recv, size_t coun
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::AllGather, static_cast<double>(count * dtypeSize(dtype)) * size_);
   return collective(static_cast<int>(CommOp::AllGather), "MPI_Allgather", [&] {
     return MPI_Allgather(send, static_cast<int>(count), *t, recv, static_cast<int>(count), *t, asComm(comm_));
   });
@@ -130,6 +132,7 @@ llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t 
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::ReduceScatter, static_cast<double>(count * dtypeSize(dtype)) * size_);
   return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
     return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_));
   });
@@ -139,6 +142,7 @@ llvm::Error MpiCommunicator::broadcast(void *buf, size_t count, DType dtype, int
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   return collective(static_cast<int>(CommOp::Broadcast), "MPI_Bcast",
                     [&] { return MPI_Bcast(buf, static_cast<int>(count), *t, root, asComm(comm_)); });
 }
@@ -147,6 +151,7 @@ llvm::Error MpiCommunicator::send(const void *buf, size_t count, DType dtype, in
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   watchdog_->heartbeat();
   MPI_Request req;
   if (auto err = check(MPI_Isend(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &req), "MPI_Isend"))
@@ -202,6 +207,7 @@ llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DTy
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::AllReduce, static_cast<double>(count * dtypeSize(dtype)));
   auto p = pending(static_cast<int>(CommOp::AllReduce));
   int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
                           asComm(comm_), &p->request);
@@ -212,6 +218,7 @@ llvm::Expected<int> MpiCommunicator::startAllGather(const void *send, void *recv
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::AllGather, static_cast<double>(count * dtypeSize(dtype)) * size_);
   auto p = pending(static_cast<int>(CommOp::AllGather));
   int n = static_cast<int>(count);
   int rc = MPI_Iallgather(send, n, *t, recv, n, *t, asComm(comm_), &p->request);
@@ -222,6 +229,7 @@ llvm::Expected<int> MpiCommunicator::startReduceScatter(const void *send, void *
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::ReduceScatter, static_cast<double>(count * dtypeSize(dtype)) * size_);
   auto p = pending(static_cast<int>(CommOp::ReduceScatter));
   int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Ireduce_scatter_block");
@@ -231,6 +239,7 @@ llvm::Expected<int> MpiCommunicator::startBroadcast(void *buf, size_t count, DTy
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   auto p = pending(static_cast<int>(CommOp::Broadcast));
   int rc = MPI_Ibcast(buf, static_cast<int>(count), *t, root, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Ibcast");
@@ -240,6 +249,7 @@ llvm::Expected<int> MpiCommunicator::startSend(const void *buf, size_t count, DT
   auto t = mpiType(dtype);
   if (!t)
     return t.takeError();
+  recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   auto p = pending(static_cast<int>(CommOp::Send), peer, tag);
   int rc = MPI_Isend(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Isend");

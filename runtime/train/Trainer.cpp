@@ -20,6 +20,7 @@
 #include "runtime/train/LossLog.h"
 #include "runtime/train/ParameterOutput.h"
 #include "runtime/train/StepProfile.h"
+#include "runtime/train/TrafficReport.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
@@ -323,6 +324,12 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     profile_.print(llvm::outs(), o_.steps, {{"forward program", &fwd_}, {"backward program", &bwd_}, {"optimizer program", &stepProgram_},
                                                {"gradient norm program", &gradNorm_}},
                    o_.profileByNode);
+  if (o_.profile && session_.rank() == 0) {
+    double paramBytes = 0;
+    for (const TensorView *p : params_)
+      paramBytes += static_cast<double>(p->bytes());
+    printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
+  }
   return writeParameterShards(outDir, session_.rank(), plan_.params, params_);
 }
 
