@@ -37,6 +37,12 @@ std::vector<std::string> Section::keys() const {
   return out;
 }
 
+void Section::notImplementedExcept(const std::set<std::string> &used) const {
+  for (const std::string &key : keys())
+    if (!used.count(key))
+      r_.notImplemented(path(key));
+}
+
 /// A JSON value as the file would write it (llvm::json prints 0.9 as 0.90000000000000002).
 static std::string describe(const llvm::json::Value &v) {
   if (const llvm::json::Array *a = v.getAsArray()) {
@@ -208,9 +214,7 @@ llvm::Expected<DsMapping> resolveDsConfig(llvm::StringRef text, llvm::StringRef 
                                              "gradient_accumulation_steps", "zero_optimization", "fp16", "bf16",
                                              "bfloat16", "optimizer", "scheduler", "gradient_clipping",
                                              "steps_per_print"};
-    for (const std::string &key : top.keys())
-      if (!known.count(key))
-        r.notImplemented(key);
+    top.notImplementedExcept(known);
   }
   if (!r.error.empty())
     return fail(file + ": " + r.error);

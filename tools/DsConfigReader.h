@@ -47,6 +47,8 @@ public:
   std::string path(llvm::StringRef key) const { return prefix_.empty() ? key.str() : prefix_ + "." + key.str(); }
   const std::string &prefix() const { return prefix_; }
   std::vector<std::string> keys() const; // sorted
+  /// Warns that each key other than `used` is not implemented (in key order).
+  void notImplementedExcept(const std::set<std::string> &used) const;
   Reader &reader() const { return r_; }
   const llvm::json::Value *get(llvm::StringRef key) const { return object_ ? object_->get(key) : nullptr; }
 

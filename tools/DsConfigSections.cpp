@@ -131,12 +131,8 @@ void mapOptimizer(const Section &top, const DsContext &ctx) {
   r.set("weight-decay", flagNumber(weightDecay), p.path("weight_decay"));
   static const std::set<std::string> used{"lr", "betas", "eps", "weight_decay", "adam_w_mode", "torch_adam",
                                           "amsgrad", "bias_correction"};
-  for (const std::string &key : p.keys())
-    if (!used.count(key))
-      r.notImplemented(p.path(key));
-  for (const std::string &key : opt.keys())
-    if (key != "type" && key != "params")
-      r.notImplemented(opt.path(key));
+  p.notImplementedExcept(used);
+  opt.notImplementedExcept({"type", "params"});
 }
 
 void mapZero(const Section &top, const DsContext &ctx) {
@@ -160,9 +156,7 @@ void mapZero(const Section &top, const DsContext &ctx) {
   // the gradients are fp32, 4 bytes an element.
   if (bucket)
     r.set("bucket-mb", flagNumber(static_cast<double>(*bucket) * 4 / 1e6), z.path("reduce_bucket_size"));
-  for (const std::string &key : z.keys())
-    if (key != "stage" && key != "reduce_bucket_size" && key != "overlap_comm")
-      r.notImplemented(z.path(key));
+  z.notImplementedExcept({"stage", "reduce_bucket_size", "overlap_comm"});
 }
 
 void mapScheduler(const Section &top, const DsContext &ctx) {
@@ -170,9 +164,7 @@ void mapScheduler(const Section &top, const DsContext &ctx) {
   if (!s.present())
     return;
   Reader &r = top.reader();
-  for (const std::string &key : s.keys())
-    if (key != "type" && key != "params")
-      r.notImplemented(s.path(key));
+  s.notImplementedExcept({"type", "params"});
   std::optional<std::string> type = typeOf(s, {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR"}, /*anyCase=*/false,
                                            "Partita's schedules: WarmupLR, WarmupDecayLR, WarmupCosineLR");
   if (!type)
