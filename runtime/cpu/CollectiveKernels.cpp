@@ -99,9 +99,9 @@ public:
     if (auto err = comm_->wait(h))
       return err;
     if (kind_ == Coll::ReduceScatter)
-      unpackReceived(ctx);
+      unpack(ctx, received_);
     else if (ctx.outputs.size() > 1)
-      unpack(ctx);
+      unpack(ctx, staging_);
     return llvm::Error::success();
   }
 
@@ -140,7 +140,7 @@ private:
       if (auto err = comm.allReduce(buf, count, dt, reduce_))
         return err;
       if (ctx.inputs.size() > 1)
-        unpack(ctx);
+        unpack(ctx, staging_);
       return llvm::Error::success();
     }
     if (handle_ >= 0)
@@ -176,7 +176,7 @@ private:
     if (!async_) {
       if (auto err = comm.reduceScatter(staging_.data(), received_.data(), count, dt))
         return err;
-      unpackReceived(ctx);
+      unpack(ctx, received_);
       return llvm::Error::success();
     }
     if (handle_ >= 0)
@@ -187,14 +187,6 @@ private:
       return h.takeError();
     handle_ = *h;
     return llvm::Error::success();
-  }
-
-  void unpackReceived(KernelContext &ctx) {
-    size_t offset = 0;
-    for (TensorView &out : ctx.outputs) {
-      std::memcpy(out.data, received_.data() + offset, out.bytes());
-      offset += out.bytes();
-    }
   }
 
   /// Operand i, plus its addend (gradient accumulation), at `dst`.
@@ -214,10 +206,12 @@ private:
       d[k] = a[k] + b[k];
   }
 
-  void unpack(KernelContext &ctx) {
+  /// The results, one after another in `from` (a bucket's staging buffer,
+  /// or a reduce-scatter's received parts).
+  static void unpack(KernelContext &ctx, const std::vector<char> &from) {
     size_t offset = 0;
     for (TensorView &out : ctx.outputs) {
-      std::memcpy(out.data, staging_.data() + offset, out.bytes());
+      std::memcpy(out.data, from.data() + offset, out.bytes());
       offset += out.bytes();
     }
   }
