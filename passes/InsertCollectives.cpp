@@ -24,17 +24,10 @@ public:
         continue;
       Value *in = n->input(0), *out = n->output();
       size_t rank = in->type().shape.size();
-      Sharding from = in->sharding() ? *in->sharding() : Sharding::replicated(rank);
-      Sharding to = out->sharding() ? *out->sharding() : Sharding::replicated(rank);
-      auto steps = planReshard(from, to, rank);
-      if (!steps)
-        return passError(name(), "node " + n->describe() + ": " + llvm::toString(steps.takeError()));
-      Value *v = in;
-      for (size_t i = 0; i < steps->size(); ++i) {
-        bool lastStep = i + 1 == steps->size();
-        v = makeCollective(g, (*steps)[i], v, lastStep ? out->name() : in->name() + ".gathered");
-      }
-      g.replaceAllUsesWith(out, v, /*takeName=*/true);
+      auto v = lowerReshard(g, in, out->sharding() ? *out->sharding() : Sharding::replicated(rank), out->name());
+      if (!v)
+        return passError(name(), "node " + n->describe() + ": " + llvm::toString(v.takeError()));
+      g.replaceAllUsesWith(out, *v, /*takeName=*/true);
       g.eraseNode(n);
     }
     return llvm::Error::success();

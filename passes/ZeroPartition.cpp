@@ -149,12 +149,17 @@ private:
     return f;
   }
 
-  Value *flatten(Graph &g, Value *x, const Flat &f, const std::string &program) {
-    Node *n = g.createNode("FlattenShards", {x}, {x->name() + ".flat"}, "partita");
+  /// FlattenShards' and UnflattenShards' common attributes: which blocks.
+  static void setBlocks(Node *n, const Flat &f) {
     n->setAttr("dim", Attribute::ofInt(f.dim));
     n->setAttr("blocks", Attribute::ofInt(f.blocks));
     if (f.outer != 1)
       n->setAttr("outer", Attribute::ofInt(f.outer));
+  }
+
+  Value *flatten(Graph &g, Value *x, const Flat &f, const std::string &program) {
+    Node *n = g.createNode("FlattenShards", {x}, {x->name() + ".flat"}, "partita");
+    setBlocks(n, f);
     n->setAttr("length", Attribute::ofInt(f.length));
     n->output()->type() = f.type;
     n->output()->sharding() = f.perBlock;
@@ -171,16 +176,10 @@ private:
   /// alive at a time.
   llvm::Expected<Value *> reshard(Graph &g, Value *x, const Sharding &to, const std::string &nameHint,
                                   const std::string &program) {
-    size_t rank = x->type().rank();
-    auto steps = planReshard(x->sharding() ? *x->sharding() : Sharding::replicated(rank), to, rank);
-    if (!steps)
-      return passError(name(), "value %" + x->name() + ": " + llvm::toString(steps.takeError()));
-    Value *v = x;
-    for (size_t i = 0; i < steps->size(); ++i) {
-      v = makeCollective(g, (*steps)[i], v, i + 1 == steps->size() ? nameHint : nameHint + ".part");
-      made(v->definingNode(), program);
-    }
-    return v;
+    auto v = lowerReshard(g, x, to, nameHint, [&](Node *n) { made(n, program); });
+    if (!v)
+      return passError(name(), "value %" + x->name() + ": " + llvm::toString(v.takeError()));
+    return *v;
   }
 
   /// Records a node this pass made (placed by place()) and its program.
@@ -194,6 +193,19 @@ private:
     auto &list = before ? before_[anchor] : after_[anchor];
     list.insert(list.end(), pending_.begin(), pending_.end());
     pending_.clear();
+  }
+
+  static Sharding shardingOf(const Value *v) {
+    return v->sharding() ? *v->sharding() : Sharding::replicated(v->type().rank());
+  }
+  /// Whether `a` and `b` split the same dimensions over the same axes (partial sums aside).
+  static bool splitAlike(const Value *a, const Value *b) {
+    Sharding x = shardingOf(a), y = shardingOf(b);
+    x.partial.clear();
+    y.partial.clear();
+    x.dims.resize(a->type().rank());
+    y.dims.resize(b->type().rank());
+    return x == y;
   }
 
   static void retype(Value *v, const Flat &f) {
@@ -239,10 +251,7 @@ private:
     if (!whole)
       return whole.takeError();
     Node *u = g.createNode("UnflattenShards", {*whole}, {updated->name() + ".whole"}, "partita");
-    u->setAttr("dim", Attribute::ofInt(f.dim));
-    u->setAttr("blocks", Attribute::ofInt(f.blocks));
-    if (f.outer != 1)
-      u->setAttr("outer", Attribute::ofInt(f.outer));
+    setBlocks(u, f);
     u->setAttr("shape", Attribute::ofInts({w->type().shape.begin(), w->type().shape.end()}));
     u->output()->type() = w->type();
     u->output()->sharding() = w->sharding();
@@ -261,24 +270,17 @@ private:
       return passError(name(), "weight %" + w->name() + " has no gradient output grad." + w->name());
     // Reduce-scatter what the all-reduce over dp would have reduced.
     Value *src = out;
-    if (Node *def = out->definingNode(); def && def->is("Reshard", "partita") && def->input(0)->sharding()) {
-      Sharding in = *def->input(0)->sharding(), whole = out->sharding() ? *out->sharding() : Sharding::replicated(0);
-      bool overDp = std::find(in.partial.begin(), in.partial.end(), axis_) != in.partial.end();
-      in.partial.clear();
-      in.partialMax = false;
-      if (overDp && in.dims == whole.dims && in.outer == whole.outer)
+    if (Node *def = out->definingNode(); def && def->is("Reshard", "partita")) {
+      const auto &in = def->input(0)->sharding();
+      if (in && std::find(in->partial.begin(), in->partial.end(), axis_) != in->partial.end() &&
+          splitAlike(def->input(0), out))
         src = def->input(0);
     }
     // The flat buffers are the weight's blocks: the gradient must be split as the weight is.
-    Sharding ws = w->sharding() ? *w->sharding() : Sharding::replicated(w->type().rank());
-    Sharding gs = src->sharding() ? *src->sharding() : Sharding::replicated(src->type().rank());
-    gs.dims.resize(ws.dims.size());
-    bool sameSplit = gs.dims == ws.dims;
-    for (size_t d = 0; d < ws.dims.size() && sameSplit; ++d)
-      sameSplit = gs.outerOf(d) == ws.outerOf(d);
-    if (!sameSplit)
-      return passError(name(), "gradient %" + src->name() + " of weight %" + w->name() + " is laid out " + gs.str() +
-                                   ", the weight " + ws.str() + ": its flat buffers would not be the weight's blocks");
+    if (!splitAlike(src, w))
+      return passError(name(), "gradient %" + src->name() + " of weight %" + w->name() + " is laid out " +
+                                   shardingOf(src).str() + ", the weight " + shardingOf(w).str() +
+                                   ": its flat buffers would not be the weight's blocks");
     std::string backward = out->definingNode() ? out->definingNode()->stringAttr(io::kProgramAttr, io::kBackward)
                                                : io::kBackward;
     auto owned = reshard(g, flatten(g, src, f, backward), f.owned, out->name() + ".owned", backward);

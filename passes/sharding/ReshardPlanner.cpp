@@ -224,4 +224,19 @@ Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::Str
   return n->output();
 }
 
+llvm::Expected<Value *> lowerReshard(Graph &g, Value *in, const Sharding &to, llvm::StringRef name,
+                                     llvm::function_ref<void(Node *)> made) {
+  size_t rank = in->type().shape.size();
+  auto steps = planReshard(in->sharding() ? *in->sharding() : Sharding::replicated(rank), to, rank);
+  if (!steps)
+    return steps.takeError();
+  Value *v = in;
+  for (size_t i = 0; i < steps->size(); ++i) {
+    v = makeCollective(g, (*steps)[i], v, i + 1 == steps->size() ? name.str() : in->name() + ".gathered");
+    if (made)
+      made(v->definingNode());
+  }
+  return v;
+}
+
 } // namespace partita

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "passes/sharding/Layout.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 namespace partita {
@@ -45,6 +46,13 @@ Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::Str
                       const Layout &result, llvm::StringRef nameHint);
 /// Creates the node for a sharding planner step (its axis, its result sharding).
 Value *makeCollective(Graph &g, const ReshardStep &step, Value *input, llvm::StringRef nameHint);
+
+/// `in` converted to sharding `to` by the planned steps (insert-collectives'
+/// lowering of a partita.Reshard): the last step's result is named `name`,
+/// the others `<in>.gathered`; `made` sees each node. `in` itself when the
+/// shardings agree.
+llvm::Expected<Value *> lowerReshard(Graph &g, Value *in, const Sharding &to, llvm::StringRef name,
+                                     llvm::function_ref<void(Node *)> made = {});
 
 const char *collectiveOpName(CollectiveKind k);
 
