@@ -19,6 +19,17 @@
 // accumulated_grad.w is that part. The gradient norm's square sums then
 // come out partial over dp; they are added up first and all-reduced once.
 //
+// Stage 3 also partitions the parameters: weight w becomes its owned part
+// of the flat buffer (a Weight whose reference is a range of it, so each
+// rank's file holds and loads only its part), which the step updates in
+// place with no all-gather; each program that reads w all-gathers it over
+// dp right before its first use and unflattens it (the forward and the
+// backward each their own copy, freed after its last use: the memory plan's
+// liveness), and a value the forward computes from gathered weights alone
+// (a transposed head) is recomputed in the backward rather than saved:
+//   %w = Weight() {name = "fc.w#zero3"} : f32[T·L] {S(tp,dp)}
+//   %w.gathered = AllGather(%w) {axis = dp} ; %w.full = UnflattenShards(..)
+//
 // The pass places its collectives itself (the planner's), each weight's
 // next to its update or its gradient, so only one weight's flat copies are
 // alive at a time.
@@ -26,12 +37,16 @@
 #include "compiler/ir/Verifier.h"
 #include "passes/AddOptimizer.h"
 #include "passes/Passes.h"
+#include "passes/SplitPrograms.h"
 #include "passes/sharding/ReshardPlanner.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/Twine.h"
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
 
 namespace partita {
 
@@ -47,9 +62,8 @@ public:
     if (key == "axis")
       return setAxisOption(name(), value, axis_);
     if (key == "stage") {
-      if (value.getAsInteger(10, stage_) || stage_ < 1 || stage_ > 2)
-        return passError(name(), "option stage expects 1 or 2 (stage 3, sharded parameters, is not implemented "
-                                 "yet), got '" + value + "'");
+      if (value.getAsInteger(10, stage_) || stage_ < 1 || stage_ > 3)
+        return passError(name(), "option stage expects 1, 2 or 3, got '" + value + "'");
       return llvm::Error::success();
     }
     return Pass::setOption(key, value);
@@ -67,11 +81,15 @@ public:
         adams.push_back(n);
     if (adams.empty())
       return passError(name(), "the graph has no partita.AdamW node: run add-optimizer first");
+    programOf_ = assignPrograms(g);
     for (Node *a : adams)
-      if (auto err = partition(g, a))
+      if (auto err = stage_ >= 3 ? partitionParameter(g, a) : partition(g, a))
         return err;
     if (stage_ >= 2)
       if (auto err = reduceNormOnce(g))
+        return err;
+    if (stage_ >= 3)
+      if (auto err = recomputeWeightValuesInBackward(g))
         return err;
     // Each made node beside its anchor (nullptr: first), in the order made.
     std::vector<Node *> order = before_[nullptr];
@@ -89,6 +107,8 @@ public:
       if (e != after_.end())
         order.insert(order.end(), e->second.begin(), e->second.end());
     }
+    if (stage_ >= 3)
+      order = gathersBeforeUse(order);
     g.setOrder(order);
     if (auto err = g.sortTopologically())
       return err;
@@ -105,6 +125,15 @@ private:
   std::vector<Value *> squareSums_; // stage 2: the gradient norm's, partial over dp
   std::vector<Node *> pending_;      // made, not yet placed
   llvm::DenseMap<Node *, std::vector<Node *>> before_, after_;
+  llvm::DenseMap<const Node *, std::string> programOf_; // the original nodes'
+
+  /// Stage 3: a partitioned weight and its gathered copies, per program.
+  struct Gathered {
+    Value *part = nullptr;
+    Value *forward = nullptr, *backward = nullptr;
+  };
+  std::vector<Gathered> gathered_;
+  llvm::DenseMap<const Value *, size_t> gatheredIndex_; // a forward copy -> its weight's entry
 
   /// A weight's flat buffers: FlattenShards' attributes, and the shardings
   /// of a buffer before (`perBlock`, the tp blocks) and after dp splits it.
@@ -113,6 +142,7 @@ private:
     Sharding perBlock, owned;
     TensorType type;
   };
+  llvm::DenseMap<const Value *, Flat> flatOfPart_; // stage 3: a partitioned weight's
 
   llvm::Expected<Flat> flatOf(const Value *w) const {
     size_t rank = w->type().rank();
@@ -310,6 +340,268 @@ private:
     return llvm::Error::success();
   }
 
+  /// Stage 3: the weight becomes its owned part of the flat buffer; the
+  /// step updates it in place; each program reading it gathers its own copy.
+  llvm::Error partitionParameter(Graph &g, Node *a) {
+    if (a->numInputs() < 7)
+      return passError(name(), "node " + a->describe() + " has fewer than 7 operands");
+    Value *w = a->input(3), *grad = a->input(4), *m = a->input(5), *v = a->input(6);
+    Node *wn = w->definingNode();
+    if (!wn || !wn->is("Weight"))
+      return passError(name(), "node " + a->describe() + " updates %" + w->name() +
+                                   ", which is no weight: stage 3 partitions stored parameters");
+    for (Value *in : {grad, m, v})
+      if (!g.isGraphInput(in))
+        return passError(name(), "node " + a->describe() + ": operand %" + in->name() +
+                                     " is not a graph input (add-optimizer makes the gradient and moments inputs)");
+    auto flat = flatOf(w);
+    if (!flat)
+      return flat.takeError();
+    const Flat &f = *flat;
+    if (f.outer != 1)
+      return passError(name(), "weight %" + w->name() + " is split with an outer factor (" + shardingOf(w).str() +
+                                   "): stage 3 keeps a parameter as a range of its stored blocks, which needs "
+                                   "each block contiguous");
+    if (auto err = partitionGradient(g, w, grad, f))
+      return err;
+    for (Value *state : {m, v})
+      retype(state, f);
+    for (Value *out : a->outputs())
+      retype(out, f);
+    // Its readers, by program, before the weight changes type.
+    std::map<std::string, std::vector<Node *>> readers;
+    for (Node *u : w->users())
+      if (u != a) {
+        auto &list = readers[programOf_.lookup(u)];
+        if (std::find(list.begin(), list.end(), u) == list.end())
+          list.push_back(u);
+      }
+    TensorType whole = w->type();
+    std::optional<Sharding> wholeSharding = w->sharding();
+    std::string key = wn->stringAttr("name", w->name());
+    WeightRef ref = g.weights.find(key) ? *g.weights.find(key) : WeightRef{whole};
+    std::string partKey = key + "#zero3";
+    g.weights.add(partKey, ref.flattened(f.dim, f.blocks, f.length));
+    wn->setAttr("name", Attribute::ofString(partKey));
+    retype(w, f);
+    flatOfPart_[w] = f;
+    Gathered entry{w};
+    for (auto &[program, users] : readers) {
+      if (program != kForwardProgram && program != io::kBackward)
+        return passError(name(), "node " + users.front()->describe() + " of program '" + program +
+                                     "' reads the parameter %" + w->name() + ", which stage 3 partitions");
+      auto full = gather(g, w, whole, wholeSharding, program);
+      if (!full)
+        return full.takeError();
+      for (Node *u : users)
+        for (size_t i = 0; i < u->numInputs(); ++i)
+          if (u->input(i) == w)
+            u->setInput(i, *full);
+      place(firstOf(g, users), /*before=*/true);
+      (program == io::kBackward ? entry.backward : entry.forward) = *full;
+    }
+    if (entry.forward)
+      gatheredIndex_[entry.forward] = gathered_.size();
+    gathered_.push_back(entry);
+    return llvm::Error::success();
+  }
+
+  /// The whole weight (shape `whole`), all-gathered from its parts and unflattened, in `program`.
+  llvm::Expected<Value *> gather(Graph &g, Value *part, const TensorType &whole,
+                                 const std::optional<Sharding> &wholeSharding, const std::string &program) {
+    const Flat &f = flatOfPart_[part];
+    std::string suffix = program == io::kBackward ? ".bwd" : "";
+    auto flat = reshard(g, part, f.perBlock, part->name() + ".gathered" + suffix, program);
+    if (!flat)
+      return flat.takeError();
+    Node *u = g.createNode("UnflattenShards", {*flat}, {part->name() + ".full" + suffix}, "partita");
+    setBlocks(u, f);
+    u->setAttr("shape", Attribute::ofInts({whole.shape.begin(), whole.shape.end()}));
+    u->output()->type() = whole;
+    u->output()->sharding() = wholeSharding;
+    made(u, program);
+    return u->output();
+  }
+
+  static Node *firstOf(Graph &g, llvm::ArrayRef<Node *> nodes) {
+    llvm::SmallPtrSet<const Node *, 8> set(nodes.begin(), nodes.end());
+    for (Node *n : g.nodes())
+      if (set.count(n))
+        return n;
+    return nodes.front();
+  }
+
+  /// Stage 3: a value the forward computes from gathered weights and
+  /// constants alone (a Transpose of a tied table) and the backward reads
+  /// would be saved whole; the backward computes it again from its own
+  /// gathered copies instead.
+  llvm::Error recomputeWeightValuesInBackward(Graph &g) {
+    llvm::DenseMap<const Value *, bool> weightOnly;
+    std::function<bool(const Value *)> isWeightOnly = [&](const Value *v) -> bool {
+      if (auto it = weightOnly.find(v); it != weightOnly.end())
+        return it->second;
+      const Node *d = v->definingNode();
+      bool only = gatheredIndex_.count(v) ||
+                  (d && (d->is("Constant") || (d->is("Weight") && !flatOfPart_.count(v)) ||
+                         (programOf(d) == kForwardProgram && d->numInputs() > 0 &&
+                          llvm::all_of(d->inputs(), [&](const Value *in) { return !in || isWeightOnly(in); }))));
+      weightOnly[v] = only;
+      return only;
+    };
+    llvm::DenseMap<Value *, Value *> copies;
+    std::function<llvm::Expected<Value *>(Value *, Node *)> inBackward = [&](Value *v,
+                                                                             Node *reader) -> llvm::Expected<Value *> {
+      if (auto it = copies.find(v); it != copies.end())
+        return it->second;
+      Node *d = v->definingNode();
+      Value *c = v;
+      if (auto it = gatheredIndex_.find(v); it != gatheredIndex_.end()) {
+        Gathered &e = gathered_[it->second];
+        if (!e.backward) {
+          auto full = gather(g, e.part, e.forward->type(), e.forward->sharding(), io::kBackward);
+          if (!full)
+            return full.takeError();
+          e.backward = *full;
+          place(reader, /*before=*/true);
+        }
+        c = e.backward;
+      } else if (d && !d->is("Constant") && !d->is("Weight")) {
+        std::vector<Value *> ins;
+        for (Value *in : d->inputs()) {
+          auto copy = in ? inBackward(in, reader) : llvm::Expected<Value *>(nullptr);
+          if (!copy)
+            return copy.takeError();
+          ins.push_back(*copy);
+        }
+        std::vector<std::string> names;
+        for (const Value *out : d->outputs())
+          names.push_back(g.uniqueName(out->name() + ".bwd"));
+        Node *n = g.createNode(d->op(), ins, names, d->domain());
+        for (const auto &[k, attr] : d->attrs())
+          n->setAttr(k, attr);
+        for (size_t i = 0; i < d->numOutputs(); ++i) {
+          n->output(i)->type() = d->output(i)->type();
+          n->output(i)->sharding() = d->output(i)->sharding();
+          copies[d->output(i)] = n->output(i);
+        }
+        made(n, io::kBackward);
+        place(reader, /*before=*/true);
+        c = n->output(static_cast<size_t>(std::find(d->outputs().begin(), d->outputs().end(), v) - d->outputs().begin()));
+      }
+      copies[v] = c;
+      return c;
+    };
+    std::vector<Node *> nodes;
+    for (Node *n : g.nodes()) // the loop below adds nodes
+      nodes.push_back(n);
+    for (Node *n : nodes) {
+      if (programOf(n) != io::kBackward)
+        continue;
+      for (size_t i = 0; i < n->numInputs(); ++i) {
+        Value *in = n->input(i);
+        const Node *d = in ? in->definingNode() : nullptr;
+        if (d && !d->is("Constant") && !d->is("Weight") && programOf(d) == kForwardProgram && isWeightOnly(in) &&
+            dependsOnGathered(in)) {
+          auto copy = inBackward(in, n);
+          if (!copy)
+            return copy.takeError();
+          n->setInput(i, *copy);
+        }
+      }
+    }
+    return llvm::Error::success();
+  }
+
+  /// Stage 3: each gathered weight, and what is computed from gathered
+  /// weights alone (a Transpose the backward reads), runs right before the
+  /// first node that also reads activations, so a program holds one layer's
+  /// whole weights at a time (an earlier sort moved weight-only nodes to the
+  /// top of their program: they are ready first).
+  std::vector<Node *> gathersBeforeUse(const std::vector<Node *> &order) const {
+    llvm::DenseSet<const Node *> sink;
+    for (Node *n : order) {
+      if (n->is("Weight") || n->is("Constant") || n->is("AdamW", "partita") || n->numInputs() == 0)
+        continue;
+      bool fromGathered = false, weightOnly = true;
+      for (const Value *in : n->inputs()) {
+        const Node *d = in ? in->definingNode() : nullptr;
+        if (!in)
+          continue;
+        if (!d) {
+          weightOnly = false;
+          break;
+        }
+        if (d->is("Weight") && flatOfPart_.count(in))
+          fromGathered = true;
+        else if (sink.count(d))
+          fromGathered = true;
+        else if (!d->is("Weight") && !d->is("Constant"))
+          weightOnly = false;
+      }
+      if (fromGathered && weightOnly)
+        sink.insert(n);
+    }
+    std::vector<Node *> out;
+    llvm::DenseSet<const Node *> placed;
+    std::function<void(Node *)> emit = [&](Node *m) {
+      if (!placed.insert(m).second)
+        return;
+      for (Value *in : m->inputs())
+        if (Node *d = in ? in->definingNode() : nullptr; d && sink.count(d))
+          emit(d);
+      out.push_back(m);
+    };
+    for (Node *n : order)
+      if (!sink.count(n))
+        emit(n);
+    for (Node *n : order) // read by nothing else
+      emit(n);
+    return prefetch(out);
+  }
+
+  /// Stage 3: each weight's all-gather is async and starts where its
+  /// program's previous one did (prefetch distance one weight, as
+  /// DeepSpeed's stage-3 prefetch): it runs while the layer before it
+  /// computes, and waits only where its weight is unflattened.
+  std::vector<Node *> prefetch(const std::vector<Node *> &order) const {
+    std::map<std::string, std::vector<size_t>> gathersOf; // per program, positions in `order`
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i]->is("AllGather", "partita") && flatOfPart_.count(order[i]->input(0)))
+        gathersOf[programOf(order[i])].push_back(i);
+    std::vector<std::vector<Node *>> startAfter(order.size());
+    llvm::DenseSet<const Node *> moved;
+    for (auto &[program, at] : gathersOf)
+      for (size_t k = 0; k < at.size(); ++k) {
+        order[at[k]]->setAttr("async", Attribute::ofInt(1));
+        if (k > 0) {
+          startAfter[at[k - 1]].push_back(order[at[k]]);
+          moved.insert(order[at[k]]);
+        }
+      }
+    std::vector<Node *> out;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (!moved.count(order[i]))
+        out.push_back(order[i]);
+      out.insert(out.end(), startAfter[i].begin(), startAfter[i].end());
+    }
+    return out;
+  }
+
+  /// The program of a node the pass did not make (made ones carry their attribute).
+  std::string programOf(const Node *n) const {
+    if (auto it = programOf_.find(n); it != programOf_.end())
+      return it->second;
+    std::string p = n->stringAttr(io::kProgramAttr, "");
+    return p.empty() ? kForwardProgram : p;
+  }
+
+  bool dependsOnGathered(const Value *v) const {
+    if (gatheredIndex_.count(v))
+      return true;
+    const Node *d = v->definingNode();
+    return d && llvm::any_of(d->inputs(), [&](const Value *in) { return in && dependsOnGathered(in); });
+  }
+
   /// Stage 2: the square sums of gradient parts are partial over dp, and so
   /// is every sum of them (Adds, and tp's all-reduces: linear); the norm's
   /// square is all-reduced over dp once, before its square root.
@@ -360,13 +652,16 @@ private:
 } // namespace
 
 PassInfo zeroPartitionPass() {
-  return {"zero-partition", "Partition AdamW's state (ZeRO-1) and the gradients (ZeRO-2) over data parallelism",
+  return {"zero-partition",
+          "Partition AdamW's state (ZeRO-1), the gradients (ZeRO-2) and the parameters (ZeRO-3) over data parallelism",
           "Per partita.AdamW: the moments become flat buffers (one per tensor-parallel block of the weight, padded to "
           "a multiple of the axis size) split over the axis; the step updates each rank's part of the flattened "
           "weight and gradient and all-gathers the updated weight. stage=2 also makes the backward's grad.<w> the "
-          "rank's part of the flat gradient (its all-reduce becomes a reduce-scatter). Run after data-parallel, "
+          "rank's part of the flat gradient (its all-reduce becomes a reduce-scatter). stage=3 also keeps each weight as "
+          "its rank's part of the flat buffer, updated in place, all-gathered before its first use in the forward and "
+          "in the backward. Run after data-parallel, "
           "before insert-collectives.",
-          "stage=int (1): 1 or 2; axis=string (dp): the data-parallel mesh axis",
+          "stage=int (1): 1, 2 or 3; axis=string (dp): the data-parallel mesh axis",
           [] { return std::make_unique<ZeroPartition>(); }};
 }
 

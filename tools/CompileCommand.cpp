@@ -107,7 +107,7 @@ bool compileSelected() { return static_cast<bool>(compileCmd); }
 static llvm::Error notYet(const char *flag, int value) {
   return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
               ": not implemented yet (this build compiles tensor and data parallelism and ZeRO stages 1 "
-              "and 2; pipeline parallelism and ZeRO-3 come later)");
+              "to 3; pipeline parallelism comes later)");
 }
 
 static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
@@ -234,8 +234,6 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--dp " + llvm::Twine(dp) + " needs --train (data parallelism replicates a training program)");
   if (zero < 0 || zero > 3)
     return fail("--zero " + llvm::Twine(zero) + ": ZeRO stages are 0 to 3");
-  if (zero == 3)
-    return notYet("--zero", zero);
   if (zero > 0 && !train)
     return fail("--zero " + llvm::Twine(zero) + " needs --train (ZeRO partitions the optimizer's state)");
   if (sequenceParallel && tp == 1)
@@ -353,6 +351,10 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (zero > 0 && dp == 1)
     llvm::errs() << "partita: note: --zero " << zero << " with --dp 1 partitions nothing (one data-parallel rank "
                  << "holds all of the optimizer's state)\n";
+  // ZeRO-3 turns each trained weight into its flat part: the parameters
+  // are recorded (merge's shard types and targets) from the weights as
+  // they were, and the launcher writes whole shards back.
+  std::unique_ptr<Graph> unpartitioned = dp > 1 && zero >= 3 ? cloneGraph(g) : nullptr;
   if (dp > 1) {
     PassManager dpm;
     dpm.verifyEach = true;
@@ -460,7 +462,7 @@ static llvm::Error compile(llvm::StringRef dir) {
         eo.weightsByReference = !materializeWeights;
       }
       if (program.name == optimizer_io::kBackward)
-        if (auto err = recordParameters(g, *local, r, plan))
+        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, *local, r, plan))
           return err;
       r.programs[program.name] = rel;
       plan.programIO[rel] = ProgramIO{specsOf(local->inputs()), specsOf(local->outputs())};

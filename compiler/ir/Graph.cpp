@@ -184,7 +184,6 @@ size_t Graph::numNodes() const {
 }
 
 llvm::Error Graph::sortTopologically() {
-  // Kahn's algorithm, stable: among ready nodes the earlier one goes first.
   std::vector<std::unique_ptr<Node>> live;
   for (auto &n : nodes_)
     if (!n->erased_)
@@ -203,23 +202,42 @@ llvm::Error Graph::sortTopologically() {
         ++pending[i];
         consumers[it->second].push_back(i);
       }
-  std::vector<size_t> order;
-  std::vector<size_t> ready;
+  // Kahn's algorithm taking, among ready nodes, the one of least `key`.
+  auto kahn = [&](const std::vector<size_t> &key) {
+    std::vector<unsigned> left = pending;
+    auto later = [&](size_t a, size_t b) { return std::make_pair(key[a], a) > std::make_pair(key[b], b); };
+    std::vector<size_t> order, ready;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (!left[i])
+        ready.push_back(i);
+    std::make_heap(ready.begin(), ready.end(), later);
+    while (!ready.empty()) {
+      std::pop_heap(ready.begin(), ready.end(), later);
+      size_t i = ready.back();
+      ready.pop_back();
+      order.push_back(i);
+      for (size_t c : consumers[i])
+        if (--left[c] == 0) {
+          ready.push_back(c);
+          std::push_heap(ready.begin(), ready.end(), later);
+        }
+    }
+    return order;
+  };
+  // A node's key is its position, or its first consumer's key when that is
+  // earlier: a node inserted out of order (appended last, say) runs right
+  // before the first node that needs it, instead of holding that node back
+  // while every ready node after it is hoisted above it. A graph already in
+  // order keeps its order.
+  std::vector<size_t> key(live.size());
   for (size_t i = 0; i < live.size(); ++i)
-    if (!pending[i])
-      ready.push_back(i);
-  std::make_heap(ready.begin(), ready.end(), std::greater<size_t>());
-  while (!ready.empty()) {
-    std::pop_heap(ready.begin(), ready.end(), std::greater<size_t>());
-    size_t i = ready.back();
-    ready.pop_back();
-    order.push_back(i);
-    for (size_t c : consumers[i])
-      if (--pending[c] == 0) {
-        ready.push_back(c);
-        std::push_heap(ready.begin(), ready.end(), std::greater<size_t>());
-      }
-  }
+    key[i] = i;
+  std::vector<size_t> order = kahn(key);
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (size_t c : consumers[*it])
+      key[*it] = std::min(key[*it], key[c]);
+  if (order.size() == live.size())
+    order = kahn(key);
   if (order.size() != live.size()) {
     for (size_t i = 0; i < live.size(); ++i)
       if (pending[i]) {

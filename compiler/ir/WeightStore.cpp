@@ -2,6 +2,7 @@
 #include "compiler/ir/WeightStore.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -63,8 +64,29 @@ WeightRef WeightRef::transposed(llvm::ArrayRef<int64_t> p) const {
   return t;
 }
 
+WeightRef WeightRef::flattened(int64_t dim, int64_t blocks, int64_t length) const {
+  WeightRef f = *this;
+  f.flat = FlatPart{dim, blocks, length, 0, type.shape};
+  f.type.shape = {blocks * length};
+  return f;
+}
+
+WeightRef WeightRef::unflattened() const {
+  WeightRef u = *this;
+  if (flat) {
+    u.type.shape = flat->shape;
+    u.flat.reset();
+  }
+  return u;
+}
+
 WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const {
   WeightRef v = *this;
+  if (v.flat) { // a range of the flat buffer
+    v.flat->start += start.empty() ? 0 : start[0];
+    v.type.shape.assign(size.begin(), size.end());
+    return v;
+  }
   if (v.viewStart.empty()) {
     v.viewStart.assign(type.shape.size(), 0);
     if (v.storedShape.empty())
@@ -239,6 +261,54 @@ llvm::Error readTransposedBox(StoredBytes &bytes, llvm::ArrayRef<int64_t> stored
 }
 } // namespace
 
+/// A flat ref's elements: per tensor-parallel block its range overlaps, the
+/// rows (of the block's first dimension) that hold the range are read, and
+/// the range copied out; the padding stays zero.
+static llvm::Expected<Tensor> loadFlatPart(const WeightRef &ref, llvm::StringRef name) {
+  const FlatPart &f = *ref.flat;
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
+  };
+  WeightRef base = ref.unflattened();
+  const Shape &shape = f.shape;
+  int64_t count = ref.type.shape.empty() ? 1 : ref.type.shape[0];
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (ref.type.shape.size() != 1 || f.blocks < 1 || f.dim < 0 || (rank > 0 && f.dim >= rank) ||
+      (rank > 0 && shape[f.dim] % f.blocks) || f.start < 0 || f.start + count > f.blocks * f.length ||
+      numElements(shape) / f.blocks > f.length)
+    return fail("its flat part " + ref.type.str() + " at " + llvm::Twine(f.start) + " does not fit " +
+                llvm::Twine(f.blocks) + " blocks of " + llvm::Twine(f.length) + " elements of " +
+                TensorType{ref.type.dtype, shape, true}.str());
+  size_t elem = dtypeSize(ref.type.dtype);
+  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(count) * elem, 0);
+  int64_t perBlock = numElements(shape) / f.blocks;
+  for (int64_t k = 0; k < f.blocks; ++k) {
+    int64_t lo = std::max(f.start, k * f.length), hi = std::min(f.start + count, k * f.length + perBlock);
+    if (lo >= hi)
+      continue;
+    int64_t a = lo - k * f.length, b = hi - k * f.length; // within block k's row-major elements
+    Shape start(shape.size(), 0), size = shape;
+    if (rank > 0) {
+      size[f.dim] = shape[f.dim] / f.blocks;
+      start[f.dim] = k * size[f.dim];
+      int64_t row = size[0] ? numElements(size) / size[0] : 0;
+      int64_t r0 = a / row, r1 = (b + row - 1) / row;
+      start[0] += r0;
+      size[0] = r1 - r0;
+      a -= r0 * row;
+      b -= r0 * row;
+    }
+    WeightStore one;
+    one.add(name.str(), base.view(start, size));
+    auto rows = one.load(name);
+    if (!rows)
+      return rows.takeError();
+    std::memcpy(out->data() + (lo - f.start) * elem, static_cast<const uint8_t *>(rows->data()) + a * elem,
+                static_cast<size_t>(b - a) * elem);
+  }
+  return Tensor(ref.type.dtype, ref.type.shape, std::move(out));
+}
+
 llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
@@ -246,6 +316,8 @@ llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   const WeightRef *ref = find(name);
   if (!ref || !ref->hasData())
     return fail("no data is attached (graph parsed from IR text?)");
+  if (ref->flat)
+    return loadFlatPart(*ref, name);
   if (ref->viewStart.empty() && ref->perm.empty() && ref->inlineBytes)
     return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes); // shared, not copied
   Shape stored, start, size;

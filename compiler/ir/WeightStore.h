@@ -14,9 +14,21 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace partita {
+
+/// A weight as ZeRO-3 holds it: part of the flat, padded buffer of its
+/// tensor-parallel blocks (compiler/ops/FlatShards.h, outer = 1). The weight
+/// the rest of the WeightRef describes (`shape`) is split on `dim` into
+/// `blocks` blocks, each flattened row-major and zero-padded to `length`
+/// elements; the ref holds elements [start, start + type.shape[0]) of their
+/// concatenation.
+struct FlatPart {
+  int64_t dim = 0, blocks = 1, length = 0, start = 0;
+  Shape shape;
+};
 
 struct WeightRef {
   TensorType type;
@@ -35,6 +47,8 @@ struct WeightRef {
   /// The model's initializer holding the bytes (views and transposes keep
   /// it): where `partita merge` writes a trained parameter back.
   std::string source;
+  /// Set: the logical tensor is a 1-D part of this weight's flat buffer.
+  std::optional<FlatPart> flat;
 
   bool hasData() const { return inlineBytes || !file.empty(); }
   /// This weight restricted to `start` + `size` (relative to this view).
@@ -42,6 +56,12 @@ struct WeightRef {
   /// This weight transposed by `perm` (numpy.transpose; composes with an
   /// earlier transpose or view).
   WeightRef transposed(llvm::ArrayRef<int64_t> perm) const;
+  /// This weight as the flat buffer of its `blocks` blocks along `dim`, each
+  /// padded to `length` (FlattenShards with outer = 1). A view of the result
+  /// is a range of the buffer; load() reads only the rows that range covers.
+  WeightRef flattened(int64_t dim, int64_t blocks, int64_t length) const;
+  /// The weight a flat ref is a part of (itself when not flat).
+  WeightRef unflattened() const;
 };
 
 /// The stored name of a view of weight `base`: "base[a:b,c:d]" (numpy slice

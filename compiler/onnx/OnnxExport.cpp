@@ -282,7 +282,7 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
       std::string wname = n->stringAttr("name", "");
       onnx::TensorProto &t = *graph.add_initializer();
       const WeightRef *ref = g.weights.find(wname);
-      if (opts.weightsByReference && ref && !ref->file.empty()) {
+      if (opts.weightsByReference && ref && !ref->file.empty() && !ref->flat) { // a flat part (ZeRO-3) is written out
         writeReference(t, n->output()->name(), *ref);
         continue;
       }

@@ -24,7 +24,7 @@ public:
   CollectiveKernel(const Node &n, Coll kind)
       : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")),
         reduce_(n.stringAttr("reduce", "sum") == "max" ? Communicator::ReduceOp::Max : Communicator::ReduceOp::Sum) {
-    async_ = kind != Coll::AllGather && n.intAttr("async", 0) != 0;
+    async_ = n.intAttr("async", 0) != 0;
     const Value *whole = kind == Coll::AllGather ? n.output() : n.input(0);
     const Shape &s = whole->type().shape;
     int64_t dim = normalizeAxis(n.intAttr("dim", 0), static_cast<int64_t>(s.size()));
@@ -62,6 +62,16 @@ public:
     case Coll::AllReduce:
       return startAllReduce(ctx, *comm);
     case Coll::AllGather: {
+      if (outer_ == 1 && async_) { // ZeRO-3's prefetch: started here, finished when first read
+        if (handle_ >= 0)
+          return kernelError(node_, "started again before its previous all-gather finished");
+        comm_ = comm;
+        auto h = comm->startAllGather(in, out, blockElems, dt);
+        if (!h)
+          return h.takeError();
+        handle_ = *h;
+        return llvm::Error::success();
+      }
       if (outer_ == 1)
         return comm->allGather(in, out, blockElems, dt);
       staging_.resize(blockBytes_ * parts_);

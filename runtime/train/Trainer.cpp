@@ -325,12 +325,13 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
                                                {"gradient norm program", &gradNorm_}},
                    o_.profileByNode);
   if (o_.profile && session_.rank() == 0) {
-    double paramBytes = 0;
-    for (const TensorView *p : params_)
-      paramBytes += static_cast<double>(p->bytes());
+    double paramBytes = 0; // the rank's whole shards (a ZeRO-3 rank holds a part of each)
+    for (const TensorType &t : plan_.paramTypes)
+      paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
   }
-  return writeParameterShards(outDir, session_.rank(), plan_.params, params_);
+  return writeParameterShards(outDir, session_.rank(), plan_.params, params_, plan_.paramTypes,
+                              dpSize_ > 1 ? session_.group("dp") : nullptr);
 }
 
 } // namespace

@@ -17,7 +17,10 @@ checks:
     per weight, moments of ceil(n / dp) elements where n is the weight's
     elements on the rank (its tp shard: the model's initializer shape and
     the plan's layout), padded up to a multiple of dp - and at stage 2 the
-    backward returns gradients of that size, at stage 1 whole ones.
+    backward returns gradients of that size, at stage 1 whole ones; at
+    stage 3 the parameter itself, as the step reads it and as the forward
+    program stores it (its initializer), has that size too, and every
+    rank's forward holds fewer weight elements than the --zero 0 forward.
 The reference sizes come from the ONNX initializers and the formula, not
 from the compiler's output.
 """
@@ -69,7 +72,7 @@ def train(z):
     return losses, params, plan
 
 
-base_losses, base_params, _ = train(0)
+base_losses, base_params, base_plan = train(0)
 losses, params, plan = train(stage)
 check(len(losses) == 10 == len(base_losses), f"{len(losses)} losses at --zero {stage}, {len(base_losses)} at 0")
 for step, (a, b) in enumerate(zip(losses, base_losses), 1):
@@ -108,7 +111,27 @@ for r in plan["ranks"]:
         grad = math.prod(bwd_out["grad." + p]["shape"])
         if grad != (want if stage >= 2 else local):
             bad.append(f"grad.{p} has {grad} elements, want {want if stage >= 2 else local}")
+        held = math.prod(step_in[p]["shape"])
+        if held != (want if stage >= 3 else local):
+            bad.append(f"the step reads {p} with {held} elements, want {want if stage >= 3 else local}")
     check(not bad, f"rank {r['rank']}: optimizer state partitioned over dp={dp}" + ("" if not bad else ": " + "; ".join(bad[:3])))
+
+
+
+def forward_weights(out, plan, rank):
+    """Elements of the trained initializers rank `rank`'s forward program stores."""
+    fwd = onnx.load(os.path.join(out, plan["ranks"][rank]["programs"]["forward"]), load_external_data=False)
+    return {t.name: math.prod(t.dims) for t in fwd.graph.initializer if t.name in plan["params"]}
+
+
+if stage >= 3:
+    base_held = sum(forward_weights(os.path.join(work, "z0"), base_plan, 0).values())
+    for r in range(len(plan["ranks"])):
+        held = forward_weights(os.path.join(work, f"z{stage}"), plan, r)
+        check(len(held) == len(plan["params"]) and sum(held.values()) < base_held and
+              sum(held.values()) <= math.ceil(base_held / dp) + len(held) * dp,
+              f"rank {r}: the forward stores {sum(held.values())} parameter elements, "
+              f"--zero 0's {base_held} (1/dp plus padding: <= {math.ceil(base_held / dp) + len(held) * dp})")
 
 print(f"check_zero: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -44,7 +44,7 @@ TEST(ParameterOutput, WritesEachShardUnderItsRank) {
   TempDir dir;
   std::vector<float> w = {1, 2, 3, 4, 5, 6};
   TensorView v{DType::F32, {2, 3}, w.data()};
-  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(dir.path, 3, {"fc.w"}, {&v})));
+  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(dir.path, 3, {"fc.w"}, {&v}, {}, nullptr)));
   auto t = readNpy(dir.file("rank3/fc.w.npy"));
   ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
   EXPECT_EQ(t->shape(), (Shape{2, 3}));

@@ -270,3 +270,41 @@ TEST(WeightStore, BoxRuns) {
   EXPECT_EQ(runs({}, {}, {}), (R{{0, 0, 1}}));
   EXPECT_EQ(runs({4, 6}, {0, 0}, {0, 6}), R{});
 }
+
+// ZeRO-3's flat parts: w = arange(24).reshape(4, 6) split on dim 1 into two
+// [4, 3] blocks, each flattened row-major and padded to 14 elements; the
+// expected buffers are written out from numpy's w[:, 0:3].flatten().
+TEST(WeightStore, FlatPartsOfColumnBlocks) {
+  WeightRef flat = inlineRef({4, 6}).flattened(/*dim=*/1, /*blocks=*/2, /*length=*/14);
+  EXPECT_EQ(flat.type.shape, (Shape{28}));
+  std::vector<double> block0{0, 1, 2, 6, 7, 8, 12, 13, 14, 18, 19, 20, 0, 0};
+  std::vector<double> block1{3, 4, 5, 9, 10, 11, 15, 16, 17, 21, 22, 23, 0, 0};
+  std::vector<double> whole = block0;
+  whole.insert(whole.end(), block1.begin(), block1.end());
+  WeightStore s;
+  s.add("all", flat);
+  EXPECT_EQ(s.load("all")->toDoubles(), whole);
+  for (auto [start, count] : {std::pair<int64_t, int64_t>{5, 7}, {10, 8}, {14, 7}, {21, 7}, {12, 2}}) {
+    s.add("part", flat.view({start}, {count}));
+    auto t = s.load("part");
+    ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+    EXPECT_EQ(t->toDoubles(), std::vector<double>(whole.begin() + start, whole.begin() + start + count))
+        << "elements " << start << ".." << start + count;
+    EXPECT_EQ(flat.view({start}, {count}).unflattened().type.shape, (Shape{4, 6}));
+  }
+  s.add("past", flat.view({20}, {9}));
+  EXPECT_FALSE(static_cast<bool>(s.load("past"))) << "a range past the buffer is an error";
+}
+
+// A part of a transposed weight's flat buffer, and one read from a file cut
+// after the rows the part covers: only those rows are read.
+TEST(WeightStoreExternal, FlatPartsReadOnlyTheirRows) {
+  ExternalFile f({6, 8});
+  std::vector<double> t = expectedBox({6, 8}, {0, 0}, {6, 8}, {1, 0}); // w.T flattened: [8, 6]
+  WeightRef flatT = f.ref.transposed({1, 0}).flattened(/*dim=*/0, /*blocks=*/2, /*length=*/24);
+  EXPECT_EQ(loaded(flatT.view({20}, {8})), (std::vector<double>{t[20], t[21], t[22], t[23], t[24], t[25], t[26], t[27]}));
+  ExternalFile cut({6, 8}, /*garbage=*/40, /*keep=*/2 * 8 * 4);
+  WeightRef flat = cut.ref.flattened(/*dim=*/0, /*blocks=*/1, /*length=*/48);
+  std::vector<double> rows = expectedBox({6, 8}, {0, 0}, {2, 8});
+  EXPECT_EQ(loaded(flat.view({3}, {10})), std::vector<double>(rows.begin() + 3, rows.begin() + 13));
+}

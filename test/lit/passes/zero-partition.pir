@@ -1,7 +1,9 @@
 // RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=2},insert-collectives,dce' | FileCheck %s
 // RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition,insert-collectives,dce' | FileCheck %s --check-prefix=STAGE1
 // RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=2},insert-collectives,dce,localize{coords=dp:1,tp:0}' | FileCheck %s --check-prefix=LOCAL
-// RUN: not partita-opt %s --passes='zero-partition{stage=3}' 2>&1 | FileCheck %s --check-prefix=STAGE3
+// RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=3},insert-collectives,dce' | FileCheck %s --check-prefix=STAGE3
+// RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=3},insert-collectives,dce,localize{coords=dp:1,tp:0}' | FileCheck %s --check-prefix=LOCAL3
+// RUN: not partita-opt %s --passes='zero-partition{stage=4}' 2>&1 | FileCheck %s --check-prefix=STAGE4
 // RUN: not partita-opt %s --passes='zero-partition' 2>&1 | FileCheck %s --check-prefix=NOADAM
 // RUN: not partita-opt %s --passes='zero-partition{axis=ep}' 2>&1 | FileCheck %s --check-prefix=AXIS
 
@@ -54,7 +56,31 @@
 // LOCAL: %w1.owned = Slice(%w1.flat, %w1.owned.start, %w1.owned.end, %w1.owned.axis) : f32[12]
 // LOCAL: %updated.w1 = partita.UnflattenShards({{.*}}) {blocks = 1, dim = 1, program = "step", shape = [8, 3]} : f32[8,3]
 
-// STAGE3: zero-partition: option stage expects 1 or 2 (stage 3, sharded parameters, is not implemented yet), got '3'
+// Stage 3: each weight is its part of the flat buffer (a Weight of its own,
+// updated in place by the step: no all-gather after AdamW), all-gathered
+// over dp and unflattened right before its first use; the gradients are
+// stage 2's.
+// STAGE3: %w1 = Weight() {name = "w1#zero3"} : f32[48] {S(tp,dp)}
+// STAGE3: %b = Weight() {name = "b#zero3"} : f32[6] {S(dp)}
+// The gathers are async, each started where the one before it was (b's
+// prefetched while w1's layer computes).
+// STAGE3-NEXT: %w1.gathered = partita.AllGather(%w1) {async = 1, axis = "dp", dim = 0, program = "forward"} : f32[48] {S(tp)}
+// STAGE3-NEXT: %b.gathered = partita.AllGather(%b) {async = 1, axis = "dp", dim = 0, program = "forward"} : f32[6] {R}
+// STAGE3-NEXT: %w1.full = partita.UnflattenShards(%w1.gathered) {blocks = 2, dim = 1, program = "forward", shape = [8, 6]} : f32[8,6] {R,S(tp)}
+// STAGE3-NEXT: %h = MatMul(%x, %w1.full)
+// STAGE3: %grad.w1 = partita.ReduceScatter(%[[GF3:.*]]) {axis = "dp", dim = 0, program = "backward"} : f32[48] {S(tp,dp)}
+// STAGE3: %b.full = partita.UnflattenShards(%b.gathered) {blocks = 1, dim = 0, program = "forward", shape = [5]} : f32[5] {R}
+// STAGE3-NEXT: Mul(%b.full, %c.reshard)
+// STAGE3: %updated.w1, %updated.adam_m.w1, %updated.adam_v.w1 = partita.AdamW(%lr, %bias_correction1, %bias_correction2, %w1, %accumulated_grad.w1, %adam_m.w1, %adam_v.w1, %grad_scale)
+// STAGE3-SAME: : f32[48] {S(tp,dp)}, f32[48] {S(tp,dp)}, f32[48] {S(tp,dp)}
+// STAGE3-NOT: AllGather
+// STAGE3: return %loss, %grad.w1, %grad.b, %updated.w1,
+// Rank dp:1, tp:0 holds 12 elements of w1: the second half of its tp block's buffer.
+// LOCAL3: %adam_m.w1: f32[12]
+// LOCAL3: %w1 = Weight() {name = "w1#zero3#shard0.tp.dp"} : f32[12]
+// LOCAL3: %w1.gathered = partita.AllGather(%w1) {async = 1, axis = "dp", dim = 0, parts = 2, program = "forward"} : f32[24]
+// LOCAL3: %w1.full = partita.UnflattenShards(%w1.gathered) {blocks = 1, dim = 1, program = "forward", shape = [8, 3]} : f32[8,3]
+// STAGE4: zero-partition: option stage expects 1, 2 or 3, got '4'
 // NOADAM: zero-partition: the graph has no partita.AdamW node: run add-optimizer first
 // AXIS: zero-partition: axis 'ep' is not in mesh<dp=2, tp=2>
 graph @g(%x: f32[4,8]) opset 17 mesh<dp=2, tp=2> {
