@@ -128,6 +128,7 @@ public:
     for (Value *out : outs)
       g.outputs().push_back(out);
     g.outputs().push_back(norm->output());
+    g.keepOrder(); // the optimizer after the training graph, where it was appended
     return llvm::Error::success();
   }
 

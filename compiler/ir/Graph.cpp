@@ -185,9 +185,12 @@ size_t Graph::numNodes() const {
 
 llvm::Error Graph::sortTopologically() {
   std::vector<std::unique_ptr<Node>> live;
-  for (auto &n : nodes_)
-    if (!n->erased_)
-      live.push_back(std::move(n));
+  std::vector<bool> created; // since the order was chosen
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (!nodes_[i]->erased_) {
+      live.push_back(std::move(nodes_[i]));
+      created.push_back(i >= ordered_);
+    }
   llvm::DenseMap<Node *, size_t> index;
   for (size_t i = 0; i < live.size(); ++i)
     index[live[i].get()] = i;
@@ -227,8 +230,10 @@ llvm::Error Graph::sortTopologically() {
   // A node's key is its position, or its first consumer's key when that is
   // earlier: a node inserted out of order (appended last, say) runs right
   // before the first node that needs it, instead of holding that node back
-  // while every ready node after it is hoisted above it. A graph already in
-  // order keeps its order.
+  // while every ready node after it is hoisted above it. A node no other
+  // node reads (a graph output: a gradient's all-reduce, say) runs as soon as
+  // its operands are made, so what it reads dies early and a collective
+  // starts while the rest computes.
   std::vector<size_t> key(live.size());
   for (size_t i = 0; i < live.size(); ++i)
     key[i] = i;
@@ -236,20 +241,35 @@ llvm::Error Graph::sortTopologically() {
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     for (size_t c : consumers[*it])
       key[*it] = std::min(key[*it], key[c]);
+  for (size_t i : order) {
+    if (!consumers[i].empty() || !created[i])
+      continue;
+    size_t last = 0;
+    bool made = false;
+    for (Value *v : live[i]->inputs_)
+      if (v && v->def_)
+        if (auto it = index.find(v->def_); it != index.end()) {
+          last = std::max(last, key[it->second]);
+          made = true;
+        }
+    if (made)
+      key[i] = std::min(key[i], last);
+  }
   if (order.size() == live.size())
     order = kahn(key);
   if (order.size() != live.size()) {
-    for (size_t i = 0; i < live.size(); ++i)
-      if (pending[i]) {
-        std::string who = live[i]->describe();
-        nodes_ = std::move(live);
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "graph has a cycle through node " + who);
-      }
+    std::vector<bool> sorted(live.size(), false);
+    for (size_t i : order)
+      sorted[i] = true;
+    size_t stuck = std::find(sorted.begin(), sorted.end(), false) - sorted.begin();
+    std::string who = live[stuck]->describe();
+    nodes_ = std::move(live);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "graph has a cycle through node " + who);
   }
   nodes_.clear();
   for (size_t i : order)
     nodes_.push_back(std::move(live[i]));
+  ordered_ = nodes_.size();
   return llvm::Error::success();
 }
 
@@ -265,6 +285,7 @@ void Graph::setOrder(const std::vector<Node *> &order) {
     return rank.lookup(a.get()) < rank.lookup(b.get());
   });
   nodes_ = std::move(live);
+  ordered_ = nodes_.size();
 }
 
 Value *Graph::findValue(llvm::StringRef name) const {
@@ -305,6 +326,7 @@ Node *GraphCopier::copyNode(const Node &n, llvm::StringRef skipAttr) {
   for (const Value *out : n.outputs())
     outs.push_back(out->name());
   Node *m = to_->createNode(n.op(), ins, outs, n.domain(), n.name());
+  to_->keepOrder(); // a copy keeps the source's order
   for (const auto &[k, a] : n.attrs())
     if (k != skipAttr)
       m->setAttr(k, a);

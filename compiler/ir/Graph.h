@@ -165,9 +165,16 @@ public:
   /// Live nodes in program order.
   std::vector<Node *> nodes() const;
   size_t numNodes() const;
-  /// Drops erased nodes and orders the rest so producers precede consumers.
-  /// Fails (naming a node) when the graph has a cycle.
+  /// Drops erased nodes and orders the rest so producers precede consumers,
+  /// keeping the order the nodes have where it allows. A node created since
+  /// the order was last chosen (a sort, setOrder, keepOrder) runs right
+  /// before the first node that reads it, or, read by none (a graph output),
+  /// as soon as its operands are made. Fails (naming a node) when the graph
+  /// has a cycle.
   llvm::Error sortTopologically();
+  /// Takes the present order of the nodes as chosen (a parsed or imported
+  /// file's, a copy's): sortTopologically moves only nodes created later.
+  void keepOrder() { ordered_ = nodes_.size(); }
 
   /// Reorders the live nodes; `order` must be a topological order of all of them.
   void setOrder(const std::vector<Node *> &order);
@@ -179,6 +186,7 @@ private:
   Value *newValue(llvm::StringRef name);
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  size_t ordered_ = 0; // nodes_[0, ordered_) are in a chosen order; later ones were created since
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
   llvm::StringMap<Value *> byName_;

@@ -20,6 +20,7 @@ public:
     skipSpace();
     if (pos_ != text_.size())
       return fail("unexpected text after the graph"), takeError();
+    g->keepOrder(); // the text's
     if (auto err = g->sortTopologically())
       return std::move(err);
     return std::move(g);

@@ -189,6 +189,7 @@ private:
         return fail("graph output '" + out.name() + "' is not produced by any node");
       g_->outputs().push_back(v);
     }
+    g_->keepOrder(); // the file's
     if (auto err = g_->sortTopologically())
       return fail(llvm::toString(std::move(err)));
     if (auto err = inferGraph(*g_))

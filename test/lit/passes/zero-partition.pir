@@ -44,8 +44,8 @@
 // the rank's part of the flattened accumulated gradient.
 // STAGE1: %accumulated_grad.w1: f32[8,6] {R,S(tp)}, %adam_m.w1: f32[48] {S(tp,dp)}, %adam_v.w1: f32[48] {S(tp,dp)}
 // STAGE1-NOT: ReduceScatter
-// STAGE1: %accumulated_grad.w1.owned = partita.ShardSlice(%accumulated_grad.w1.flat) {axis = "dp", dim = 0, program = "step"} : f32[48] {S(tp,dp)}
 // STAGE1: %grad.w1 = partita.AllReduce({{.*}}) {axis = "dp"} : f32[8,6] {R,S(tp)}
+// STAGE1: %accumulated_grad.w1.owned = partita.ShardSlice(%accumulated_grad.w1.flat) {axis = "dp", dim = 0, program = "step"} : f32[48] {S(tp,dp)}
 // STAGE1-NOT: ReduceScatter
 
 // Rank dp:1, tp:0 holds its block (blocks = 1) and the second half of it.

@@ -14,9 +14,9 @@
 // CHECK: %rows.shape = Constant() {value = dense<i64[2]>[16, 8]}
 // CHECK-NEXT: %rows = Reshape(%r, %rows.shape) : f32[16,8] {S(dp),R}
 // CHECK-NEXT: %sum.reshard = ReduceSum(%rows) {keepdims = 0} : f32[] {} partial(dp)
+// CHECK-NEXT: %sum = partita.AllReduce(%sum.reshard) {axis = "dp"} : f32[] {}
 // CHECK: %xt = Transpose(%xs) {perm = [1, 0]} : f32[8,16] {R,S(dp)}
 // CHECK-NEXT: %gw.reshard = MatMul(%xt, %rows) : f32[8,8] {R,R} partial(dp)
-// CHECK-NEXT: %sum = partita.AllReduce(%sum.reshard) {axis = "dp"} : f32[] {}
 // CHECK-NEXT: %gw = partita.AllReduce(%gw.reshard) {axis = "dp"} : f32[8,8] {R,R}
 // CHECK-NEXT: return %sum, %gw
 // AXIS: data-parallel: axis 'pp' is not in mesh<dp=2, tp=2>

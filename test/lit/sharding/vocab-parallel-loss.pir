@@ -4,9 +4,12 @@
 // vocabulary, the loss reduces [tokens]-sized values across tp (the max, the
 // exp-sum and the target logit) and never gathers the [tokens, vocab] logits;
 // the gradient of the logits stays split. Only the logits graph output itself
-// (kept by add-loss, dropped by `partita compile --train`) is gathered, last.
+// (kept by add-loss, dropped by `partita compile --train`) is gathered, as
+// soon as the split logits exist (an output no node reads).
 // CHECK-LABEL: graph @lm(
 // CHECK: %[[LOGITS:.*]] = MatMul(%h, %w) : f32[2,4,16] {R,R,S(tp)}
+// CHECK-NEXT: %logits = partita.AllGather(%[[LOGITS]]) {axis = "tp", dim = 2}
+// CHECK-NOT: partita.AllGather
 // CHECK: partita.AllReduce(%[[MAX:.*]]) {axis = "tp", reduce = "max"} : f32[2,4,1] {R,R,R}
 // CHECK: Exp({{.*}}) : f32[2,4,16] {R,R,S(tp)}
 // CHECK: ReduceSum({{.*}}) {keepdims = 0} : f32[2,4] {R,R} partial(tp)
@@ -16,8 +19,6 @@
 // CHECK: %loss = Div(
 // CHECK-NOT: partita.AllGather
 // CHECK: %grad.w = Identity({{.*}}) {program = "backward"} : f32[8,16] {R,S(tp)}
-// CHECK-NOT: partita.AllGather
-// CHECK: %logits = partita.AllGather(%[[LOGITS]]) {axis = "tp", dim = 2}
 // CHECK-NOT: partita.AllGather
 // CHECK: return %loss, %logits, %grad.w
 graph @lm(%h: f32[2,4,8]) opset 17 {
