@@ -242,15 +242,29 @@ private:
     v->type() = f.type;
     v->sharding() = f.owned;
   }
+  /// AdamW's moments and results become the rank's parts of flat buffers.
+  static void retypeState(Node *a, const Flat &f) {
+    retype(a->input(5), f);
+    retype(a->input(6), f);
+    for (Value *out : a->outputs())
+      retype(out, f);
+  }
 
-  llvm::Error partition(Graph &g, Node *a) {
+  /// AdamW's operands as add-optimizer makes them: the gradient and moments are graph inputs.
+  llvm::Error checkOperands(Graph &g, Node *a) const {
     if (a->numInputs() < 7)
       return passError(name(), "node " + a->describe() + " has fewer than 7 operands");
-    Value *w = a->input(3), *grad = a->input(4), *m = a->input(5), *v = a->input(6);
-    for (Value *in : {grad, m, v})
-      if (!g.isGraphInput(in))
-        return passError(name(), "node " + a->describe() + ": operand %" + in->name() +
+    for (size_t i = 4; i < 7; ++i)
+      if (!g.isGraphInput(a->input(i)))
+        return passError(name(), "node " + a->describe() + ": operand %" + a->input(i)->name() +
                                      " is not a graph input (add-optimizer makes the gradient and moments inputs)");
+    return llvm::Error::success();
+  }
+
+  llvm::Error partition(Graph &g, Node *a) {
+    if (auto err = checkOperands(g, a))
+      return err;
+    Value *w = a->input(3), *grad = a->input(4);
     auto flat = flatOf(w);
     if (!flat)
       return flat.takeError();
@@ -271,10 +285,7 @@ private:
     if (stage_ >= 2)
       if (auto err = partitionGradient(g, w, grad, f))
         return err;
-    for (Value *state : {m, v})
-      retype(state, f);
-    for (Value *out : a->outputs())
-      retype(out, f);
+    retypeState(a, f);
     // Every rank's updated part, gathered into the whole parameter.
     Value *updated = a->output(0);
     auto whole = reshard(g, updated, f.perBlock, updated->name() + ".gathered", step);
@@ -343,17 +354,13 @@ private:
   /// Stage 3: the weight becomes its owned part of the flat buffer; the
   /// step updates it in place; each program reading it gathers its own copy.
   llvm::Error partitionParameter(Graph &g, Node *a) {
-    if (a->numInputs() < 7)
-      return passError(name(), "node " + a->describe() + " has fewer than 7 operands");
-    Value *w = a->input(3), *grad = a->input(4), *m = a->input(5), *v = a->input(6);
+    if (auto err = checkOperands(g, a))
+      return err;
+    Value *w = a->input(3), *grad = a->input(4);
     Node *wn = w->definingNode();
     if (!wn || !wn->is("Weight"))
       return passError(name(), "node " + a->describe() + " updates %" + w->name() +
                                    ", which is no weight: stage 3 partitions stored parameters");
-    for (Value *in : {grad, m, v})
-      if (!g.isGraphInput(in))
-        return passError(name(), "node " + a->describe() + ": operand %" + in->name() +
-                                     " is not a graph input (add-optimizer makes the gradient and moments inputs)");
     auto flat = flatOf(w);
     if (!flat)
       return flat.takeError();
@@ -364,10 +371,7 @@ private:
                                    "each block contiguous");
     if (auto err = partitionGradient(g, w, grad, f))
       return err;
-    for (Value *state : {m, v})
-      retype(state, f);
-    for (Value *out : a->outputs())
-      retype(out, f);
+    retypeState(a, f);
     // Its readers, by program, before the weight changes type.
     std::map<std::string, std::vector<Node *>> readers;
     for (Node *u : w->users())
