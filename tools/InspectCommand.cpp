@@ -14,6 +14,7 @@
 #include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
 #include "tools/ZeroMemory.h"
+#include "runtime/train/MemoryReport.h"
 #include "llvm/Support/CommandLine.h"
 #include <map>
 #include "llvm/Support/Format.h"
@@ -22,6 +23,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstdio>
+#include <tuple>
 
 namespace cl = llvm::cl;
 
@@ -29,6 +31,9 @@ namespace partita {
 
 static cl::SubCommand inspectCmd("inspect", "Show a compiled plan: IR, memory, communication, coverage");
 static cl::opt<std::string> dir(cl::Positional, cl::desc("<out/>"), cl::sub(inspectCmd), cl::Required);
+static cl::opt<int> microBatches("micro-batches",
+                                 cl::desc("The launch's --micro-batches, for the memory prediction (summed gradients)"),
+                                 cl::init(1), cl::sub(inspectCmd));
 static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead of the global IR"), cl::init(-1),
                              cl::sub(inspectCmd));
 
@@ -138,9 +143,12 @@ int inspectMain() {
   struct Sizes {
     double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0, grads = 0, moments = 0;
     int collectives = 0;
+    rt::MemoryCategory outputCategory = rt::MemoryCategory::Activations;
+    double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
     std::vector<std::string> lines;
   };
   std::map<std::string, Sizes> sized;
+  std::vector<std::tuple<int, rt::MemoryLedger::Bytes, size_t>> memoryLines;
   // One program's sizes (cached by file: dp replicas share theirs).
   auto sizeOf = [&](const std::string &rel) -> llvm::Expected<const Sizes *> {
     if (auto it = sized.find(rel); it != sized.end())
@@ -166,6 +174,8 @@ int inspectMain() {
     z.weights = static_cast<double>((*program)->stats().weightBytes);
     z.arena = static_cast<double>((*program)->stats().arenaBytes);
     z.outputs = static_cast<double>((*program)->stats().outputBytes);
+    for (size_t c = 0; c < rt::kMemoryCategories; ++c)
+      z.kernels[c] = static_cast<double>((*program)->kernelBytes(static_cast<rt::MemoryCategory>(c)));
     for (const std::string &name : plan->params)
       if (const rt::TensorView *p = (*program)->staticTensor(name))
         z.params += static_cast<double>(p->bytes());
@@ -188,10 +198,21 @@ int inspectMain() {
     // (the largest; the training loop's Program::shareArena), each output
     // has a buffer of its own (the forward's saved activations among them).
     Sizes z;
+    // What the runtime will hold, by the categories its MemoryLedger counts
+    // (launch --memory): everything is made by the end of the first step and
+    // kept, so the peak is the sum.
+    rt::MemoryLedger::Bytes predicted{};
+    auto add = [&](rt::MemoryCategory c, double bytes) { predicted[static_cast<size_t>(c)] += static_cast<size_t>(bytes); };
     for (const std::string &name : plan->scheduleOrder) {
       auto one = sizeOf(r.program(name));
       if (!one)
         return reportError(tool, one.takeError());
+      add(rt::MemoryCategory::Parameters, (*one)->weights);
+      if (name != optimizer_io::kStep)
+        add(name == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
+            (*one)->outputs);
+      for (size_t c = 0; c < rt::kMemoryCategories; ++c)
+        add(static_cast<rt::MemoryCategory>(c), (*one)->kernels[c]);
       z.weights += (*one)->weights;
       z.arena = std::max(z.arena, (*one)->arena);
       if (name != "step") // the step's outputs are bound to the parameters and moments (counted below)
@@ -206,6 +227,14 @@ int inspectMain() {
       for (const std::string &l : (*one)->lines)
         z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
     }
+    add(rt::MemoryCategory::Activations, z.arena);
+    add(rt::MemoryCategory::OptimizerStates, z.moments);
+    if (microBatches > 1) // the gradient sums over micro-batches
+      add(rt::MemoryCategory::Gradients, z.grads);
+    size_t peak = 0;
+    for (size_t bytes : predicted)
+      peak += bytes;
+    memoryLines.push_back({r.rank, predicted, peak});
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
     if (!r.program("step").empty()) {
@@ -221,6 +250,9 @@ int inspectMain() {
         os << l << "\n";
     }
   }
+  os << "\n";
+  for (const auto &[rank, bytes, peak] : memoryLines)
+    rt::printMemoryLine(os, rank, "predicted", bytes, peak);
   if (!plan->paramTypes.empty())
     printZeroFormula(os, *plan);
   return 0;

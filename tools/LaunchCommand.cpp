@@ -105,6 +105,11 @@ static Flag<bool> profile("profile",
                           cl::location(opts.train.profile), BOTH);
 static Flag<bool> profileByNode("profile-by-node", cl::desc("With --profile: time per node, not per op type"),
                                 cl::location(opts.train.profileByNode), BOTH);
+static Flag<bool> memory("memory",
+                         cl::desc("Each rank prints its memory by category after training, as the runtime counted "
+                                  "it: parameters, gradients, optimizer states, activations, communication buffers, "
+                                  "workspace, and the peak (partita inspect predicts the same line)"),
+                         cl::location(opts.train.memory), BOTH);
 static Flag<bool> noOverlap("no-overlap",
                             cl::desc("Finish each gradient bucket's all-reduce where it starts instead of "
                                      "overlapping it with the rest of the backward pass (for measuring the overlap)"),

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/core/MemoryLedger.h"
 #include "runtime/cpu/CpuKernels.h"
 #include <algorithm>
 #include <cstring>
@@ -18,6 +19,22 @@ namespace partita::rt::cpu {
 namespace {
 
 enum class Coll { AllReduce, AllGather, ReduceScatter };
+
+/// A collective's staging bytes, charged to the ledger as communication buffers.
+class Staging {
+public:
+  char *data() { return bytes_.data(); }
+  const char *data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+  void resize(size_t n) {
+    bytes_.resize(n);
+    charge_.resize(bytes_.capacity());
+  }
+
+private:
+  std::vector<char> bytes_;
+  MemoryCharge charge_{MemoryCategory::Communication, 0};
+};
 
 class CollectiveKernel final : public Kernel {
 public:
@@ -38,7 +55,20 @@ public:
       outer_ *= n.intAttr("outer", 1);
     blockBytes_ = static_cast<size_t>(numElements(s) / std::max<int64_t>(parts_, 1)) * elem_;
     rowBytes_ = outer_ ? blockBytes_ / outer_ : 0; // one [l, inner] row of a block
+    // Staging, as run() sizes it: a bucket packs its operands (a reduce-
+    // scatter's also receives 1/parts of them); an inner split re-lays blocks.
+    size_t operands = 0;
+    for (const Value *in : n.inputs())
+      operands += in ? static_cast<size_t>(in->type().numel()) * dtypeSize(in->type().dtype) : 0;
+    bool bucket = n.numInputs() > 1 || (kind == Coll::ReduceScatter && async_);
+    if (bucket)
+      persistent_ = operands + (kind == Coll::ReduceScatter ? operands / static_cast<size_t>(std::max<int64_t>(parts_, 1)) : 0);
+    else if (kind != Coll::AllReduce && outer_ != 1)
+      persistent_ = blockBytes_ * static_cast<size_t>(parts_);
   }
+
+  size_t persistentBytes() const override { return persistent_; }
+  MemoryCategory persistentCategory() const override { return MemoryCategory::Communication; }
 
   llvm::Error run(KernelContext &ctx) override {
     int64_t elements = 0;
@@ -218,7 +248,7 @@ private:
 
   /// The results, one after another in `from` (a bucket's staging buffer,
   /// or a reduce-scatter's received parts).
-  static void unpack(KernelContext &ctx, const std::vector<char> &from) {
+  static void unpack(KernelContext &ctx, const Staging &from) {
     size_t offset = 0;
     for (TensorView &out : ctx.outputs) {
       std::memcpy(out.data, from.data() + offset, out.bytes());
@@ -235,7 +265,8 @@ private:
   Communicator::ReduceOp reduce_;
   int64_t parts_ = 1, outer_ = 1;
   size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
-  std::vector<char> staging_, received_;
+  Staging staging_, received_;
+  size_t persistent_ = 0; // what staging_ and received_ will hold
 };
 
 } // namespace

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/Dnnl.h"
+#include "runtime/core/MemoryLedger.h"
 #include "compiler/ops/Broadcast.h"
 #include "compiler/ops/OpRegistry.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -160,6 +161,7 @@ public:
         auto packed = plainDesc(ad, rowMajorStrides(ad));
         k->aPack_ = dnnl::reorder(dnnl::memory(k->aDesc_, engine), dnnl::memory(packed, engine));
         k->aPacked_ = dnnl::memory(packed, engine);
+        k->aPackedCharge_.resize(packed.get_size());
         pd = build(packed);
       }
       if (llvm::StringRef(pd.impl_info_str()).startswith("ref") && !blockedB && !isRowMajor(bd, bst)) {
@@ -178,6 +180,10 @@ public:
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
+  size_t persistentBytes() const override {
+    return aPackedCharge_.bytes() + (bPrimDesc_ != bDesc_ ? bPrimDesc_.get_size() : 0);
+  }
+
   llvm::Error run(KernelContext &ctx) override {
     const auto &engine = dnnlEngine();
     dnnl::memory src(aDesc_, engine, ctx.inputs[0].data);
@@ -190,8 +196,10 @@ public:
       // Constant weights: reorder once into the primitive's layout; again only
       // if the program hands us a different buffer or new weight values.
       if (bEveryRun_ || reorderedFrom_ != ctx.inputs[1].data || reorderedVersion_ != ctx.weightsVersion) {
-        if (!reordered_)
+        if (!reordered_) {
           reordered_ = dnnl::memory(bPrimDesc_, engine);
+          reorderedCharge_.resize(bPrimDesc_.get_size());
+        }
         dnnl::reorder(weights, reordered_).execute(dnnlStream(), weights, reordered_);
         reorderedFrom_ = ctx.inputs[1].data;
         reorderedVersion_ = ctx.weightsVersion;
@@ -212,6 +220,7 @@ private:
   dnnl::memory::desc aDesc_, bDesc_, bPrimDesc_, cDesc_, biasDesc_;
   dnnl::reorder aPack_;
   dnnl::memory aPacked_, reordered_;
+  MemoryCharge aPackedCharge_{MemoryCategory::Workspace, 0}, reorderedCharge_{MemoryCategory::Workspace, 0};
   const void *reorderedFrom_ = nullptr;
   uint64_t reorderedVersion_ = 0;
   bool hasBias_ = false, bEveryRun_ = false;
@@ -222,6 +231,7 @@ class GemmKernel final : public Kernel {
 public:
   GemmKernel(std::unique_ptr<Kernel> mm, float beta, Shape cShape, Shape outShape)
       : mm_(std::move(mm)), beta_(beta), c_(std::move(cShape)), out_(std::move(outShape)) {}
+  size_t persistentBytes() const override { return mm_->persistentBytes(); }
   llvm::Error run(KernelContext &ctx) override {
     std::vector<TensorView> abIns(ctx.inputs.begin(), ctx.inputs.begin() + 2);
     KernelContext inner{ctx.device, abIns, ctx.outputs, ctx.env, ctx.weightsVersion};

@@ -19,7 +19,11 @@ llvm::Expected<std::shared_ptr<void>> allocateArena(Device &device, size_t bytes
   void *arena = device.allocate(bytes);
   if (!arena)
     return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte arena");
-  return std::shared_ptr<void>(arena, [&device](void *a) { device.deallocate(a); });
+  MemoryLedger::process().charge(MemoryCategory::Activations, bytes);
+  return std::shared_ptr<void>(arena, [&device, bytes](void *a) {
+    device.deallocate(a);
+    MemoryLedger::process().release(MemoryCategory::Activations, bytes);
+  });
 }
 
 } // namespace
@@ -28,7 +32,7 @@ Program::~Program() {
   for (void *p : statics_)
     device_.deallocate(p);
   for (size_t i = 0; i < outputBuffers_.size(); ++i)
-    if (ownsOutputBuffer_[i])
+    if (ownsOutputBuffer_[i] && outputBuffers_[i])
       device_.deallocate(outputBuffers_[i]);
 }
 
@@ -61,12 +65,12 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     p->outputNames_.push_back(out->name());
     if (!outputIndex.count(out) && out->definingNode() && !out->definingNode()->is("Weight") &&
         !out->definingNode()->is("Constant")) {
+      // Its buffer is made at the first run, unless the caller binds one first.
       outputIndex[out] = p->outputBuffers_.size();
-      void *buf = device.allocate(std::max<size_t>(1, out->type().numel() * dtypeSize(out->type().dtype)));
-      if (!buf)
-        return loadError("out of device memory allocating output '" + out->name() + "'");
-      p->outputBuffers_.push_back(buf);
+      p->outputBuffers_.push_back(nullptr);
+      p->outputBufferBytes_.push_back(std::max<size_t>(1, out->type().numel() * dtypeSize(out->type().dtype)));
       p->ownsOutputBuffer_.push_back(true);
+      p->outputCharges_.emplace_back(MemoryCategory::Activations, 0);
       p->stats_.outputBytes += out->type().numel() * dtypeSize(out->type().dtype);
     }
   }
@@ -105,6 +109,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
         return loadError("out of device memory placing " + n->describe());
       p->statics_.push_back(buf);
       p->stats_.weightBytes += bytes;
+      p->staticsCharge_.resize(p->stats_.weightBytes);
       p->staticByName_[n->output()->name()] = TensorView{t.dtype, t.shape, buf};
       newSlot(n->output(), Home::Static, p->statics_.size() - 1);
       continue;
@@ -125,6 +130,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       device.copyFromHost(buf, value.data(), value.byteSize());
       p->statics_.push_back(buf);
       p->stats_.weightBytes += value.byteSize();
+      p->staticsCharge_.resize(p->stats_.weightBytes);
       p->staticByName_[n->output()->name()] = TensorView{value.dtype(), value.shape(), buf};
       newSlot(n->output(), Home::Static, p->statics_.size() - 1);
       continue;
@@ -232,13 +238,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       slot.index = root.index;
     }
   p->stats_.arenaBytes = plan.arenaBytes;
-  p->stats_.lowerBoundBytes = plan.lowerBoundBytes;
-  if (plan.arenaBytes) {
-    auto arena = allocateArena(device, plan.arenaBytes);
-    if (!arena)
-      return arena.takeError();
-    p->arena_ = std::move(*arena);
-  }
+  p->stats_.lowerBoundBytes = plan.lowerBoundBytes; // the arena is made at the first run or by shareArena
   p->outputsOfSlot_.resize(p->slots_.size());
   for (const Value *out : g.outputs()) {
     p->outputsOfSlot_[slotOf.lookup(out)].push_back(p->outputSlots_.size());
@@ -254,14 +254,17 @@ llvm::Error Program::shareArena(llvm::ArrayRef<Program *> others) {
       return loadError("programs on different devices cannot share an arena");
     bytes = std::max(bytes, o->stats_.arenaBytes);
   }
-  if (bytes > stats_.arenaBytes) {
+  if (bytes && (!arena_ || bytes > arenaBytes_)) {
     auto arena = allocateArena(device_, bytes);
     if (!arena)
       return arena.takeError();
     arena_ = std::move(*arena);
+    arenaBytes_ = bytes;
   }
-  for (Program *o : others)
+  for (Program *o : others) {
     o->arena_ = arena_;
+    o->arenaBytes_ = arenaBytes_;
+  }
   return llvm::Error::success();
 }
 
@@ -272,10 +275,11 @@ llvm::Error Program::bindOutput(llvm::StringRef name, void *buffer) {
     const Slot &slot = slots_[outputSlots_[i]];
     if (slot.home != Home::Output || slot.aliasOf >= 0)
       return loadError("output '" + name + "' is not computed into a buffer of its own (a weight, constant or input)");
-    if (ownsOutputBuffer_[slot.index])
+    if (ownsOutputBuffer_[slot.index] && outputBuffers_[slot.index])
       device_.deallocate(outputBuffers_[slot.index]);
     outputBuffers_[slot.index] = buffer;
     ownsOutputBuffer_[slot.index] = false;
+    outputCharges_[slot.index].resize(0); // the caller's buffer is the caller's to count
     return llvm::Error::success();
   }
   return loadError("the program has no output '" + name + "'");
@@ -335,7 +339,50 @@ void *Program::addressOf(const Slot &s) const {
   return nullptr;
 }
 
+llvm::Error Program::allocateOutputs() {
+  if (stats_.arenaBytes > arenaBytes_) {
+    auto arena = allocateArena(device_, stats_.arenaBytes);
+    if (!arena)
+      return arena.takeError();
+    arena_ = std::move(*arena);
+    arenaBytes_ = stats_.arenaBytes;
+  }
+  for (size_t i = 0; i < outputBuffers_.size(); ++i) {
+    if (outputBuffers_[i] || !ownsOutputBuffer_[i])
+      continue;
+    outputBuffers_[i] = device_.allocate(outputBufferBytes_[i]);
+    if (!outputBuffers_[i])
+      return loadError("out of device memory allocating a " + llvm::Twine(outputBufferBytes_[i]) +
+                       "-byte output buffer");
+    outputCharges_[i].resize(outputBufferBytes_[i]);
+  }
+  return llvm::Error::success();
+}
+
+void Program::setOutputCategory(MemoryCategory c) {
+  for (MemoryCharge &charge : outputCharges_)
+    charge.setCategory(c);
+  outputCategory_ = c;
+}
+
+size_t Program::kernelBytes(MemoryCategory c) const {
+  size_t bytes = 0;
+  for (const Step &step : steps_)
+    if (step.kernel->persistentCategory() == c)
+      bytes += step.kernel->persistentBytes();
+  return bytes;
+}
+
+size_t Program::ownedOutputBytes() const {
+  size_t bytes = 0;
+  for (size_t i = 0; i < outputBuffers_.size(); ++i)
+    bytes += ownsOutputBuffer_[i] ? outputBufferBytes_[i] : 0;
+  return bytes;
+}
+
 llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<TensorView> &inputs) {
+  if (auto err = allocateOutputs())
+    return std::move(err);
   for (size_t i = 0; i < inputSpecs_.size(); ++i) {
     const auto &spec = inputSpecs_[i];
     auto it = inputs.find(spec.name);

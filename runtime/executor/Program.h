@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include "runtime/core/MemoryLedger.h"
 #include "runtime/executor/MemoryPlanner.h"
 #include "runtime/kernels/Kernel.h"
 #include "llvm/ADT/StringMap.h"
@@ -59,6 +60,20 @@ public:
   llvm::Expected<std::vector<TensorView>> run(const llvm::StringMap<TensorView> &inputs);
 
   const ProgramStats &stats() const { return stats_; }
+
+  /// What the program's own output buffers count as in the MemoryLedger
+  /// (activations by default: a forward's saved activations; a backward's
+  /// are gradients). Its weights count as parameters, the arena as
+  /// activations. An output gets its buffer at the first run, unless
+  /// bindOutput gave it one before.
+  void setOutputCategory(MemoryCategory c);
+  MemoryCategory outputCategory() const { return outputCategory_; }
+  /// The bytes of the output buffers the program makes itself (not bound).
+  size_t ownedOutputBytes() const;
+  /// The bytes its kernels keep between runs in category `c` (staging:
+  /// communication; reordered weights: workspace): what they charge to the
+  /// ledger once they have run.
+  size_t kernelBytes(MemoryCategory c) const;
 
   /// The device buffer of a weight or constant, by value name (nullptr if
   /// none): training writes updated parameters here between steps.
@@ -145,9 +160,15 @@ private:
   std::vector<void *> statics_;
   llvm::StringMap<TensorView> staticByName_;
   uint64_t weightsVersion_ = 0;
-  std::vector<void *> outputBuffers_;
+  std::vector<void *> outputBuffers_;     // null until the first run or a bindOutput
+  std::vector<size_t> outputBufferBytes_;
   std::vector<bool> ownsOutputBuffer_;
-  std::shared_ptr<void> arena_; // shared with the programs of shareArena
+  std::vector<MemoryCharge> outputCharges_;
+  MemoryCharge staticsCharge_{MemoryCategory::Parameters, 0};
+  MemoryCategory outputCategory_ = MemoryCategory::Activations;
+  llvm::Error allocateOutputs(); // and the arena: what a run needs that load does not make
+  std::shared_ptr<void> arena_; // shared with the programs of shareArena; made at the first run
+  size_t arenaBytes_ = 0;
   std::vector<InputSpec> inputSpecs_;
   std::vector<void *> boundInputs_;
   std::vector<std::string> outputNames_;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "runtime/core/MemoryLedger.h"
 #include "compiler/ir/Graph.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/TensorView.h"
@@ -46,6 +47,11 @@ public:
   virtual bool isAsync() const { return false; }
   virtual llvm::Error finish(KernelContext &) { return llvm::Error::success(); }
   virtual void progress() {}
+  /// Bytes the kernel keeps between runs (a collective's staging buffers,
+  /// oneDNN's reordered weights), charged to the MemoryLedger as it makes
+  /// them; known at creation, so `partita inspect` predicts them.
+  virtual size_t persistentBytes() const { return 0; }
+  virtual MemoryCategory persistentCategory() const { return MemoryCategory::Workspace; }
 };
 
 /// Builds the kernel for `node` (types are static in the IR), or fails naming

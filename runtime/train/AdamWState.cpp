@@ -20,6 +20,7 @@ llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std:
                                      "the step program has no moments or gradient input for parameter '" + p + "'");
     s.moments1_.push_back(Tensor::zeros(m->dtype, m->shape));
     s.moments2_.push_back(Tensor::zeros(v->dtype, v->shape));
+    s.charge_.resize(s.charge_.bytes() + s.moments1_.back().byteSize() + s.moments2_.back().byteSize());
     s.gradShapes_.push_back(g->shape);
   }
   // AdamW is elementwise, so the step may update its inputs in place.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Tensor.h"
+#include "runtime/core/MemoryLedger.h"
 #include "passes/AddOptimizer.h"
 #include "runtime/executor/Program.h"
 #include <vector>
@@ -36,6 +37,7 @@ private:
   std::vector<const TensorView *> params_;
   AdamWOptions options_;
   std::vector<Tensor> moments1_, moments2_;
+  MemoryCharge charge_{MemoryCategory::OptimizerStates, 0}; // the moments
   std::vector<Shape> gradShapes_;
 };
 

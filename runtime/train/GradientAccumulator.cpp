@@ -19,6 +19,7 @@ GradientAccumulator::GradientAccumulator(Program &loss, Program &gradients, std:
   sums_.resize(names_.size());
   for (size_t i = 0; i < names_.size(); ++i) {
     sums_[i].resize(static_cast<size_t>(numel_[i]));
+    sumsCharge_.resize(sumsCharge_.bytes() + sums_[i].size() * sizeof(float));
     deferred_[i] = program_.reducedAsync(names_[i]);
   }
   lossDeferred_ = lossProgram_.reducedAsync(lossProgram_.outputNames()[0]);

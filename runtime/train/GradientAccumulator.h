@@ -15,6 +15,7 @@
 #include "runtime/executor/Program.h"
 #include <memory>
 #include <string>
+#include "runtime/core/MemoryLedger.h"
 #include <vector>
 
 namespace partita::rt {
@@ -58,6 +59,7 @@ private:
   std::vector<bool> deferred_; // reduced by the program, deferred until the last micro-batch
   bool lossDeferred_ = false;
   std::vector<std::vector<float>> sums_; // per parameter, with several micro-batches
+  MemoryCharge sumsCharge_{MemoryCategory::Gradients, 0};
   std::vector<float *> grads_;
   float lossPartial_ = 0;
   double lossSum_ = 0;

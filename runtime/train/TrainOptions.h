@@ -19,6 +19,7 @@ struct TrainOptions {
   LrScheduleOptions lrSchedule;
   double clipNorm = 0;             // 0: no clipping
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
+  bool memory = false; // each rank prints its MemoryLedger after training
 };
 
 } // namespace partita::rt

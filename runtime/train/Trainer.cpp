@@ -18,6 +18,7 @@
 #include "runtime/train/GradientAccumulator.h"
 #include "runtime/train/HostTensor.h"
 #include "runtime/train/LossLog.h"
+#include "runtime/train/MemoryReport.h"
 #include "runtime/train/ParameterOutput.h"
 #include "runtime/train/StepProfile.h"
 #include "runtime/train/TrafficReport.h"
@@ -329,6 +330,10 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     for (const TensorType &t : plan_.paramTypes)
       paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
+  }
+  if (o_.memory) {
+    const MemoryLedger &ledger = MemoryLedger::process();
+    printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
   }
   return writeParameterShards(outDir, session_.rank(), plan_.params, params_, plan_.paramTypes,
                               dpSize_ > 1 ? session_.group("dp") : nullptr);

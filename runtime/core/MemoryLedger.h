@@ -1,0 +1,70 @@
+//===- MemoryLedger.h - a rank's memory by what it holds ------------------===//
+//
+// Every place the runtime allocates memory that outlives a kernel call
+// charges it here, by category, as it allocates and frees: the executor (a
+// program's weights, its outputs, the shared arena of intermediates), the
+// training loop (AdamW's moments, the summed gradients) and the kernels
+// (collectives' staging buffers, oneDNN's reordered weights). The ledger
+// keeps each category's bytes now and the largest total it has seen, with
+// what made it up: what `launch --memory` prints and `partita inspect`
+// predicts before launch. One ledger per process (a rank).
+//===----------------------------------------------------------------------===//
+#pragma once
+#include <array>
+#include <cstddef>
+#include <mutex>
+
+namespace partita::rt {
+
+enum class MemoryCategory {
+  Parameters,      // weights and frozen buffers a program holds
+  Gradients,       // the backward's gradient outputs and their sums over micro-batches
+  OptimizerStates, // AdamW's moments
+  Activations,     // the arena of intermediates and the forward's outputs (saved activations)
+  Communication,   // collectives' staging buffers
+  Workspace,       // kernels' own copies (oneDNN's reordered weights and packed operands)
+};
+inline constexpr size_t kMemoryCategories = 6;
+const char *memoryCategoryName(MemoryCategory c);
+
+class MemoryLedger {
+public:
+  using Bytes = std::array<size_t, kMemoryCategories>;
+  /// The process's ledger.
+  static MemoryLedger &process();
+  void charge(MemoryCategory c, size_t bytes);
+  void release(MemoryCategory c, size_t bytes);
+  Bytes current() const;
+  /// Each category's bytes when the total was at its largest.
+  Bytes atPeak() const;
+  size_t peak() const;
+  /// Forgets the peak (the current bytes stay charged).
+  void resetPeak();
+
+private:
+  mutable std::mutex mu_;
+  Bytes now_{}, atPeak_{};
+  size_t total_ = 0, peak_ = 0;
+};
+
+/// Bytes charged to a category for as long as this lives (a buffer's
+/// owner keeps one beside it; resize() when the buffer grows or shrinks).
+class MemoryCharge {
+public:
+  MemoryCharge() = default;
+  MemoryCharge(MemoryCategory c, size_t bytes) : category_(c) { resize(bytes); }
+  MemoryCharge(const MemoryCharge &) = delete;
+  MemoryCharge &operator=(const MemoryCharge &) = delete;
+  MemoryCharge(MemoryCharge &&o) noexcept : category_(o.category_), bytes_(o.bytes_) { o.bytes_ = 0; }
+  MemoryCharge &operator=(MemoryCharge &&o) noexcept;
+  ~MemoryCharge() { resize(0); }
+  void setCategory(MemoryCategory c);
+  void resize(size_t bytes);
+  size_t bytes() const { return bytes_; }
+
+private:
+  MemoryCategory category_ = MemoryCategory::Workspace;
+  size_t bytes_ = 0;
+};
+
+} // namespace partita::rt
