@@ -66,6 +66,12 @@ public:
         return passError(name(), "option stage expects 1, 2 or 3, got '" + value + "'");
       return llvm::Error::success();
     }
+    if (key == "prefetch" || key == "persist-below") {
+      int64_t &field = key == "prefetch" ? prefetchElements_ : persistBelow_;
+      if (value.getAsInteger(10, field) || field < 0)
+        return passError(name(), "option " + key + " expects a number of elements >= 0, got '" + value + "'");
+      return llvm::Error::success();
+    }
     return Pass::setOption(key, value);
   }
 
@@ -83,7 +89,7 @@ public:
       return passError(name(), "the graph has no partita.AdamW node: run add-optimizer first");
     programOf_ = assignPrograms(g);
     for (Node *a : adams)
-      if (auto err = stage_ >= 3 ? partitionParameter(g, a) : partition(g, a))
+      if (auto err = stage_ >= 3 && !persists(a->input(3)) ? partitionParameter(g, a) : partition(g, a))
         return err;
     if (stage_ >= 2)
       if (auto err = reduceNormOnce(g))
@@ -121,6 +127,20 @@ private:
   std::string axis_ = "dp";
   int stage_ = 1;
   int64_t parts_ = 1;
+  int64_t prefetchElements_ = -1; // stage 3: gathered elements started ahead; -1: one parameter ahead
+  int64_t persistBelow_ = 0;      // stage 3: a parameter of fewer elements (per rank) stays whole
+
+  /// Stage 3 leaves a small parameter whole on every rank (stage 2 for it):
+  /// its all-gather would cost more in latency than its bytes save
+  /// (DeepSpeed's stage3_param_persistence_threshold).
+  bool persists(const Value *w) const {
+    int64_t blocks = 1;
+    if (w->sharding())
+      for (const auto &axes : w->sharding()->dims)
+        for (const std::string &a : axes)
+          blocks *= mesh_.find(a) ? mesh_.find(a)->size : 1;
+    return w->type().numel() / blocks < persistBelow_;
+  }
   Mesh mesh_;
   std::vector<Value *> squareSums_; // stage 2: the gradient norm's, partial over dp
   std::vector<Node *> pending_;      // made, not yet placed
@@ -563,10 +583,12 @@ private:
     return prefetch(out);
   }
 
-  /// Stage 3: each weight's all-gather is async and starts where its
-  /// program's previous one did (prefetch distance one weight, as
-  /// DeepSpeed's stage-3 prefetch): it runs while the layer before it
-  /// computes, and waits only where its weight is unflattened.
+  /// Stage 3: each weight's all-gather is async and starts ahead of its
+  /// use, where an earlier gather of its program was: with `prefetch`
+  /// elements, at the earliest gather after which the gathers up to it hold
+  /// no more than that (DeepSpeed's stage3_prefetch_bucket_size; 0: none);
+  /// by default one parameter ahead. It runs while the layers before it
+  /// compute and waits only where its weight is unflattened.
   std::vector<Node *> prefetch(const std::vector<Node *> &order) const {
     std::map<std::string, std::vector<size_t>> gathersOf; // per program, positions in `order`
     for (size_t i = 0; i < order.size(); ++i)
@@ -577,8 +599,18 @@ private:
     for (auto &[program, at] : gathersOf)
       for (size_t k = 0; k < at.size(); ++k) {
         order[at[k]]->setAttr("async", Attribute::ofInt(1));
-        if (k > 0) {
-          startAfter[at[k - 1]].push_back(order[at[k]]);
+        // Started at gather `from`'s place, gathers from+1..k are ahead of their use there.
+        size_t from = k;
+        if (prefetchElements_ < 0) {
+          from = k > 0 ? k - 1 : 0;
+        } else {
+          int64_t ahead = 0;
+          auto elements = [&](size_t j) { return flatOfPart_.lookup(order[at[j]]->input(0)).length; }; // a rank's block
+          while (from > 0 && ahead + elements(from) <= prefetchElements_)
+            ahead += elements(from--);
+        }
+        if (from < k) {
+          startAfter[at[from]].push_back(order[at[k]]);
           moved.insert(order[at[k]]);
         }
       }

@@ -95,6 +95,17 @@ static cl::opt<double> bucketMb("bucket-mb",
                                          "many megabytes, each started as soon as its last gradient is computed "
                                          "(DDP's bucket_cap_mb; 0: one all-reduce per gradient)"),
                                 cl::init(25.0), cl::sub(compileCmd));
+static cl::opt<int64_t> zero3Prefetch("zero3-prefetch-elements",
+                                      cl::desc("ZeRO-3: start each parameter's all-gather early, so that up to this "
+                                               "many gathered elements are in flight ahead of their use "
+                                               "(DeepSpeed's stage3_prefetch_bucket_size; default: one parameter "
+                                               "ahead; 0: none)"),
+                                      cl::init(-1), cl::sub(compileCmd));
+static cl::opt<int64_t> zero3Persist("zero3-persistence-threshold",
+                                     cl::desc("ZeRO-3: a parameter of fewer elements per rank stays whole on every "
+                                              "rank, as at stage 2 (DeepSpeed's stage3_param_persistence_threshold; "
+                                              "default 0: every one is partitioned)"),
+                                     cl::init(0), cl::sub(compileCmd));
 static cl::opt<std::string> dsConfig("ds-config",
                                      cl::desc("A DeepSpeed config: its keys set the flags they map to (README); a "
                                               "flag given here overrides the file"),
@@ -236,6 +247,12 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--zero " + llvm::Twine(zero) + ": ZeRO stages are 0 to 3");
   if (zero > 0 && !train)
     return fail("--zero " + llvm::Twine(zero) + " needs --train (ZeRO partitions the optimizer's state)");
+  for (const auto *flag : {&zero3Prefetch, &zero3Persist})
+    if (flag->getNumOccurrences() && zero != 3)
+      return fail("--" + flag->ArgStr + " applies to --zero 3 (this compile has --zero " + llvm::Twine(zero) + ")");
+  if (zero3Prefetch < -1 || zero3Persist < 0)
+    return fail(zero3Persist < 0 ? "--zero3-persistence-threshold must be >= 0 elements"
+                                 : "--zero3-prefetch-elements must be >= 0 elements");
   if (sequenceParallel && tp == 1)
     return fail("--sequence-parallel needs --tp > 1");
   if (!std::isfinite(weightDecay) || weightDecay < 0)
@@ -358,7 +375,11 @@ static llvm::Error compile(llvm::StringRef dir) {
   if (dp > 1) {
     PassManager dpm;
     dpm.verifyEach = true;
-    std::string zeroPass = zero > 0 ? "zero-partition{axis=dp,stage=" + std::to_string(zero) + "}," : "";
+    std::string zeroOptions = "axis=dp,stage=" + std::to_string(zero);
+    if (zero == 3)
+      zeroOptions += (zero3Prefetch >= 0 ? ",prefetch=" + std::to_string(zero3Prefetch) : "") +
+                     ",persist-below=" + std::to_string(zero3Persist);
+    std::string zeroPass = zero > 0 ? "zero-partition{" + zeroOptions + "}," : "";
     if (auto err = dpm.addPipeline("data-parallel{axis=dp}," + zeroPass +
                                    "insert-collectives,cse,dce,coalesce-collectives{axis=dp,bucket-mb=" +
                                    formatNumber(bucketMb) + "}"))

@@ -156,7 +156,20 @@ void mapZero(const Section &top, const DsContext &ctx) {
   // the gradients are fp32, 4 bytes an element.
   if (bucket)
     r.set("bucket-mb", flagNumber(static_cast<double>(*bucket) * 4 / 1e6), z.path("reduce_bucket_size"));
-  z.notImplementedExcept({"stage", "reduce_bucket_size", "overlap_comm"});
+  // Stage 3's prefetch and persistence, in elements as DeepSpeed counts them;
+  // they mean nothing at another stage (DeepSpeed ignores them there too).
+  constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
+  std::optional<int64_t> prefetch = z.integer("stage3_prefetch_bucket_size", 0, kMaxElements, "an integer >= 0 (elements)");
+  std::optional<int64_t> persist =
+      z.integer("stage3_param_persistence_threshold", 0, kMaxElements, "an integer >= 0 (elements)");
+  if (stage && *stage == 3) {
+    if (prefetch)
+      r.set("zero3-prefetch-elements", std::to_string(*prefetch), z.path("stage3_prefetch_bucket_size"));
+    if (persist)
+      r.set("zero3-persistence-threshold", std::to_string(*persist), z.path("stage3_param_persistence_threshold"));
+  }
+  z.notImplementedExcept({"stage", "reduce_bucket_size", "overlap_comm", "stage3_prefetch_bucket_size",
+                          "stage3_param_persistence_threshold"});
 }
 
 void mapScheduler(const Section &top, const DsContext &ctx) {

@@ -4,6 +4,9 @@
 // RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=3},insert-collectives,dce' | FileCheck %s --check-prefix=STAGE3
 // RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=3},insert-collectives,dce,localize{coords=dp:1,tp:0}' | FileCheck %s --check-prefix=LOCAL3
 // RUN: not partita-opt %s --passes='zero-partition{stage=4}' 2>&1 | FileCheck %s --check-prefix=STAGE4
+// RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=3,prefetch=0},insert-collectives,dce' | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: partita-opt %s --passes='add-optimizer,propagate-sharding{sharded-outputs=1},insert-collectives,data-parallel{axis=dp},zero-partition{stage=3,persist-below=10},insert-collectives,dce' | FileCheck %s --check-prefix=PERSIST
+// RUN: not partita-opt %s --passes='zero-partition{stage=3,prefetch=-2}' 2>&1 | FileCheck %s --check-prefix=BADPREFETCH
 // RUN: not partita-opt %s --passes='zero-partition' 2>&1 | FileCheck %s --check-prefix=NOADAM
 // RUN: not partita-opt %s --passes='zero-partition{axis=ep}' 2>&1 | FileCheck %s --check-prefix=AXIS
 
@@ -81,6 +84,16 @@
 // LOCAL3: %w1.gathered = partita.AllGather(%w1) {async = 1, axis = "dp", dim = 0, parts = 2, program = "forward"} : f32[24]
 // LOCAL3: %w1.full = partita.UnflattenShards(%w1.gathered) {blocks = 1, dim = 1, program = "forward", shape = [8, 3]} : f32[8,3]
 // STAGE4: zero-partition: option stage expects 1, 2 or 3, got '4'
+// prefetch=0: each gather starts where its weight is first used.
+// NOPREFETCH: %w1.gathered = partita.AllGather(%w1)
+// NOPREFETCH-NEXT: %w1.full = partita.UnflattenShards(%w1.gathered)
+// NOPREFETCH: %b.gathered = partita.AllGather(%b)
+// NOPREFETCH-NEXT: %b.full = partita.UnflattenShards(%b.gathered)
+// persist-below=10: b (5 elements) stays whole, as at stage 2; w1 (24 per rank) is partitioned.
+// PERSIST: %w1 = Weight() {name = "w1#zero3"} : f32[48] {S(tp,dp)}
+// PERSIST: %b = Weight() {name = "b"} : f32[5] {R}
+// PERSIST: %updated.b = partita.UnflattenShards({{.*}}) {blocks = 1, dim = 0, program = "step", shape = [5]} : f32[5] {R}
+// BADPREFETCH: zero-partition: option prefetch expects a number of elements >= 0, got '-2'
 // NOADAM: zero-partition: the graph has no partita.AdamW node: run add-optimizer first
 // AXIS: zero-partition: axis 'ep' is not in mesh<dp=2, tp=2>
 graph @g(%x: f32[4,8]) opset 17 mesh<dp=2, tp=2> {
