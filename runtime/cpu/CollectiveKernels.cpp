@@ -60,14 +60,18 @@ public:
     size_t operands = 0;
     for (const Value *in : n.inputs())
       operands += in ? static_cast<size_t>(in->type().numel()) * dtypeSize(in->type().dtype) : 0;
-    bool bucket = n.numInputs() > 1 || (kind == Coll::ReduceScatter && async_);
-    if (bucket)
-      persistent_ = operands + (kind == Coll::ReduceScatter ? operands / static_cast<size_t>(std::max<int64_t>(parts_, 1)) : 0);
-    else if (kind != Coll::AllReduce && outer_ != 1)
+    // A bucket's results are one block (the executor lays them back to
+    // back): an all-reduce reduces there in place, a reduce-scatter receives
+    // there, and only the reduce-scatter's rank-major packing is staged.
+    bucket_ = n.numInputs() > 1 || (kind == Coll::ReduceScatter && async_);
+    if (bucket_ && kind == Coll::ReduceScatter)
+      persistent_ = operands;
+    else if (!bucket_ && kind != Coll::AllReduce && outer_ != 1)
       persistent_ = blockBytes_ * static_cast<size_t>(parts_);
   }
 
   size_t persistentBytes() const override { return persistent_; }
+  bool wantsContiguousOutputs() const override { return bucket_; }
   MemoryCategory persistentCategory() const override { return MemoryCategory::Communication; }
 
   llvm::Error run(KernelContext &ctx) override {
@@ -138,6 +142,8 @@ public:
     handle_ = -1;
     if (auto err = comm_->wait(h))
       return err;
+    if (inPlace_)
+      return llvm::Error::success();
     if (kind_ == Coll::ReduceScatter)
       unpack(ctx, received_);
     else if (ctx.outputs.size() > 1)
@@ -158,11 +164,14 @@ private:
     DType dt = ctx.inputs[0].dtype;
     void *buf = ctx.outputs[0].data;
     size_t count = ctx.outputs[0].numel();
-    if (ctx.inputs.size() == 1 || ctx.deferReductions) {
+    inPlace_ = ctx.outputs.size() > 1 && backToBack(ctx.outputs);
+    if (ctx.inputs.size() == 1 || ctx.deferReductions || inPlace_) {
       for (size_t i = 0; i < ctx.inputs.size(); ++i)
         pack(ctx, i, ctx.outputs[i].data);
       if (ctx.deferReductions) // this rank's partial sums, reduced with a later micro-batch's
         return llvm::Error::success();
+      for (size_t i = 1; inPlace_ && i < ctx.outputs.size(); ++i)
+        count += ctx.outputs[i].numel();
     } else {
       size_t bytes = 0;
       for (const TensorView &in : ctx.inputs)
@@ -179,7 +188,7 @@ private:
     if (!async_ || reduce_ != Communicator::ReduceOp::Sum) {
       if (auto err = comm.allReduce(buf, count, dt, reduce_))
         return err;
-      if (ctx.inputs.size() > 1)
+      if (ctx.inputs.size() > 1 && !inPlace_)
         unpack(ctx, staging_);
       return llvm::Error::success();
     }
@@ -210,23 +219,35 @@ private:
         std::memcpy(dst, static_cast<const char *>(in.data) + static_cast<size_t>(p) * block, block);
         dst += block;
       }
-    received_.resize(total / static_cast<size_t>(parts_));
-    size_t count = received_.size() / elem_;
+    inPlace_ = backToBack(ctx.outputs);
+    if (!inPlace_)
+      received_.resize(total / static_cast<size_t>(parts_));
+    void *into = inPlace_ ? ctx.outputs[0].data : received_.data();
+    size_t count = total / static_cast<size_t>(parts_) / elem_;
     DType dt = ctx.inputs[0].dtype;
     if (!async_) {
-      if (auto err = comm.reduceScatter(staging_.data(), received_.data(), count, dt))
+      if (auto err = comm.reduceScatter(staging_.data(), into, count, dt))
         return err;
-      unpack(ctx, received_);
+      if (!inPlace_)
+        unpack(ctx, received_);
       return llvm::Error::success();
     }
     if (handle_ >= 0)
       return kernelError(node_, "started again before its previous reduce-scatter finished");
     comm_ = &comm;
-    auto h = comm.startReduceScatter(staging_.data(), received_.data(), count, dt);
+    auto h = comm.startReduceScatter(staging_.data(), into, count, dt);
     if (!h)
       return h.takeError();
     handle_ = *h;
     return llvm::Error::success();
+  }
+
+  /// Whether the views lie back to back in memory, in order (one block).
+  static bool backToBack(const std::vector<TensorView> &views) {
+    for (size_t i = 1; i < views.size(); ++i)
+      if (static_cast<const char *>(views[i].data) != static_cast<const char *>(views[i - 1].data) + views[i - 1].bytes())
+        return false;
+    return true;
   }
 
   /// Operand i, plus its addend (gradient accumulation), at `dst`.
@@ -267,6 +288,8 @@ private:
   size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
   Staging staging_, received_;
   size_t persistent_ = 0; // what staging_ and received_ will hold
+  bool bucket_ = false;
+  bool inPlace_ = false; // this run's results are one block: reduced or received there
 };
 
 } // namespace

@@ -31,6 +31,8 @@ llvm::Expected<std::shared_ptr<void>> allocateArena(Device &device, size_t bytes
 Program::~Program() {
   for (void *p : statics_)
     device_.deallocate(p);
+  for (void *p : outputBlocks_)
+    device_.deallocate(p);
   for (size_t i = 0; i < outputBuffers_.size(); ++i)
     if (ownsOutputBuffer_[i] && outputBuffers_[i])
       device_.deallocate(outputBuffers_[i]);
@@ -340,6 +342,37 @@ void *Program::addressOf(const Slot &s) const {
 }
 
 llvm::Error Program::allocateOutputs() {
+  // A step that wants its results back to back (a collective's bucket) gets
+  // one block for the output buffers it computes, if none is made yet.
+  for (const Step &step : steps_) {
+    if (!step.kernel->wantsContiguousOutputs() || step.outputs.size() < 2)
+      continue;
+    std::vector<size_t> buffers;
+    for (int id : step.outputs) {
+      const Slot &slot = slots_[id];
+      if (slot.home != Home::Output || slot.aliasOf >= 0 || outputBuffers_[slot.index] ||
+          !ownsOutputBuffer_[slot.index] ||
+          std::find(buffers.begin(), buffers.end(), slot.index) != buffers.end())
+        break;
+      buffers.push_back(slot.index);
+    }
+    if (buffers.size() != step.outputs.size())
+      continue;
+    size_t bytes = 0;
+    for (size_t b : buffers)
+      bytes += outputBufferBytes_[b];
+    void *block = device_.allocate(bytes);
+    if (!block)
+      return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte block of outputs");
+    outputBlocks_.push_back(block);
+    outputBlockCharges_.emplace_back(outputCategory_, bytes);
+    size_t at = 0;
+    for (size_t b : buffers) {
+      outputBuffers_[b] = device_.offset(block, at);
+      ownsOutputBuffer_[b] = false; // the block's
+      at += outputBufferBytes_[b];
+    }
+  }
   if (stats_.arenaBytes > arenaBytes_) {
     auto arena = allocateArena(device_, stats_.arenaBytes);
     if (!arena)
@@ -362,6 +395,8 @@ llvm::Error Program::allocateOutputs() {
 void Program::setOutputCategory(MemoryCategory c) {
   for (MemoryCharge &charge : outputCharges_)
     charge.setCategory(c);
+  for (MemoryCharge &charge : outputBlockCharges_)
+    charge.setCategory(c);
   outputCategory_ = c;
 }
 
@@ -370,13 +405,6 @@ size_t Program::kernelBytes(MemoryCategory c) const {
   for (const Step &step : steps_)
     if (step.kernel->persistentCategory() == c)
       bytes += step.kernel->persistentBytes();
-  return bytes;
-}
-
-size_t Program::ownedOutputBytes() const {
-  size_t bytes = 0;
-  for (size_t i = 0; i < outputBuffers_.size(); ++i)
-    bytes += ownsOutputBuffer_[i] ? outputBufferBytes_[i] : 0;
   return bytes;
 }
 

@@ -68,8 +68,6 @@ public:
   /// bindOutput gave it one before.
   void setOutputCategory(MemoryCategory c);
   MemoryCategory outputCategory() const { return outputCategory_; }
-  /// The bytes of the output buffers the program makes itself (not bound).
-  size_t ownedOutputBytes() const;
   /// The bytes its kernels keep between runs in category `c` (staging:
   /// communication; reordered weights: workspace): what they charge to the
   /// ledger once they have run.
@@ -164,6 +162,8 @@ private:
   std::vector<size_t> outputBufferBytes_;
   std::vector<bool> ownsOutputBuffer_;
   std::vector<MemoryCharge> outputCharges_;
+  std::vector<void *> outputBlocks_; // output buffers laid back to back for one step (a bucket)
+  std::vector<MemoryCharge> outputBlockCharges_;
   MemoryCharge staticsCharge_{MemoryCategory::Parameters, 0};
   MemoryCategory outputCategory_ = MemoryCategory::Activations;
   llvm::Error allocateOutputs(); // and the arena: what a run needs that load does not make

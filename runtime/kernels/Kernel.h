@@ -52,6 +52,10 @@ public:
   /// them; known at creation, so `partita inspect` predicts them.
   virtual size_t persistentBytes() const { return 0; }
   virtual MemoryCategory persistentCategory() const { return MemoryCategory::Workspace; }
+  /// Whether the kernel's results should lie back to back in one block (a
+  /// collective's bucket then reduces in place, with no staging copy); the
+  /// executor lays out a step's own output buffers so when it can.
+  virtual bool wantsContiguousOutputs() const { return false; }
 };
 
 /// Builds the kernel for `node` (types are static in the IR), or fails naming
