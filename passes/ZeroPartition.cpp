@@ -128,19 +128,13 @@ private:
   int stage_ = 1;
   int64_t parts_ = 1;
   int64_t prefetchElements_ = -1; // stage 3: gathered elements started ahead; -1: one parameter ahead
-  int64_t persistBelow_ = 0;      // stage 3: a parameter of fewer elements (per rank) stays whole
+  int64_t persistBelow_ = 0;      // stage 3: a parameter of fewer elements stays whole
 
   /// Stage 3 leaves a small parameter whole on every rank (stage 2 for it):
-  /// its all-gather would cost more in latency than its bytes save
-  /// (DeepSpeed's stage3_param_persistence_threshold).
-  bool persists(const Value *w) const {
-    int64_t blocks = 1;
-    if (w->sharding())
-      for (const auto &axes : w->sharding()->dims)
-        for (const std::string &a : axes)
-          blocks *= mesh_.find(a) ? mesh_.find(a)->size : 1;
-    return w->type().numel() / blocks < persistBelow_;
-  }
+  /// its all-gather would cost more in latency than its bytes save. The
+  /// whole parameter's elements count, as DeepSpeed's
+  /// stage3_param_persistence_threshold counts them.
+  bool persists(const Value *w) const { return w->type().numel() < persistBelow_; }
   Mesh mesh_;
   std::vector<Value *> squareSums_; // stage 2: the gradient norm's, partial over dp
   std::vector<Node *> pending_;      // made, not yet placed

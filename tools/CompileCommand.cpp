@@ -102,7 +102,7 @@ static cl::opt<int64_t> zero3Prefetch("zero3-prefetch-elements",
                                                "ahead; 0: none)"),
                                       cl::init(-1), cl::sub(compileCmd));
 static cl::opt<int64_t> zero3Persist("zero3-persistence-threshold",
-                                     cl::desc("ZeRO-3: a parameter of fewer elements per rank stays whole on every "
+                                     cl::desc("ZeRO-3: a parameter of fewer elements (the whole parameter's) stays whole on every "
                                               "rank, as at stage 2 (DeepSpeed's stage3_param_persistence_threshold; "
                                               "default 0: every one is partitioned)"),
                                      cl::init(0), cl::sub(compileCmd));
@@ -166,8 +166,10 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
 /// backward program `local`'s grad.<w> outputs, in their order), with their
 /// local types, their layouts on every axis and where merge writes them;
 /// every rank updates the same ones.
-static llvm::Error recordParameters(const Graph &global, const Graph &local, const RankPlan &r, Plan &plan) {
+static llvm::Error recordParameters(const Graph &global, const Graph &partitioned, const Graph &local,
+                                    const RankPlan &r, Plan &plan) {
   std::vector<std::string> names;
+  std::vector<bool> parts;
   std::vector<TensorType> types;
   std::vector<std::vector<ParamTarget>> targets;
   std::vector<std::map<std::string, std::string>> layouts;
@@ -179,6 +181,8 @@ static llvm::Error recordParameters(const Graph &global, const Graph &local, con
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
       return fail("parameter " + n + " is no weight of the global graph");
     names.push_back(n.str());
+    const Value *held = partitioned.findValue(n); // ZeRO-3: the rank's part of the flat buffer
+    parts.push_back(held && held->sharding() && layoutOf(held, "dp").str() != "R");
     TensorType shard = gw->type(); // the rank's shard of the weight (ZeRO-2's gradient is a flat part of it)
     if (gw->sharding())
       shard.shape = gw->sharding()->localShape(global.mesh, shard.shape);
@@ -191,6 +195,8 @@ static llvm::Error recordParameters(const Graph &global, const Graph &local, con
   }
   if (r.rank == 0) {
     plan.params = names;
+    if (llvm::is_contained(parts, true))
+      plan.paramPartitioned = parts;
     plan.paramTypes = types;
     plan.paramTargets = targets;
     plan.paramLayouts = layouts;
@@ -483,7 +489,7 @@ static llvm::Error compile(llvm::StringRef dir) {
         eo.weightsByReference = !materializeWeights;
       }
       if (program.name == optimizer_io::kBackward)
-        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, *local, r, plan))
+        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, plan))
           return err;
       r.programs[program.name] = rel;
       plan.programIO[rel] = ProgramIO{specsOf(local->inputs()), specsOf(local->outputs())};

@@ -264,6 +264,7 @@ llvm::Error Graph::sortTopologically() {
     size_t stuck = std::find(sorted.begin(), sorted.end(), false) - sorted.begin();
     std::string who = live[stuck]->describe();
     nodes_ = std::move(live);
+    ordered_ = std::min(ordered_, nodes_.size()); // erased nodes were dropped
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "graph has a cycle through node " + who);
   }
   nodes_.clear();

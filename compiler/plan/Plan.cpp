@@ -129,6 +129,9 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   std::vector<TensorSpec> typeSpecs;
   for (size_t i = 0; i < p.paramTypes.size(); ++i)
     typeSpecs.push_back({p.params.at(i), p.paramTypes[i]});
+  llvm::json::Array partitioned;
+  for (bool b : p.paramPartitioned)
+    partitioned.push_back(b);
   llvm::json::Object ranges;
   for (const auto &[name, rows] : p.indexRanges)
     ranges[name] = rows;
@@ -181,6 +184,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"coverage", std::move(coverage)},
                           {"params", std::move(params)},
                           {"param_types", specs(typeSpecs)},
+                          {"param_partitioned", std::move(partitioned)},
                           {"param_targets", std::move(targets)},
                           {"weight_files", std::move(weightFiles)},
                           {"optimizer", llvm::json::Object{{"type", "adamw"},
@@ -329,6 +333,16 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
       return bad("param_types do not match params");
     for (const TensorSpec &t : typeSpecs)
       p.paramTypes.push_back(t.type);
+  }
+  if (const auto *parts = root->getArray("param_partitioned")) {
+    for (const llvm::json::Value &v : *parts) {
+      auto b = v.getAsBoolean();
+      if (!b)
+        return bad("param_partitioned holds a non-boolean");
+      p.paramPartitioned.push_back(*b);
+    }
+    if (!p.paramPartitioned.empty() && p.paramPartitioned.size() != p.params.size())
+      return bad("param_partitioned does not match params");
   }
   if (const auto *targets = root->getArray("param_targets")) {
     auto readInts = [](const llvm::json::Object &o, llvm::StringRef key, auto &out) {

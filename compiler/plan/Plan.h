@@ -91,6 +91,10 @@ struct Plan {
   /// Per param: the dtype and shape of one rank's shard (what the step
   /// program updates and launch writes; merge checks the files against it).
   std::vector<TensorType> paramTypes;
+  /// Per param: whether each rank holds only its ZeRO-3 part of the shard's
+  /// flat buffer (launch gathers the parts over dp to write the shard).
+  /// Empty: none does.
+  std::vector<bool> paramPartitioned;
   /// Per param: its layout on every mesh axis ("R", "S(d)"), axis -> layout.
   std::vector<std::map<std::string, std::string>> paramLayouts;
   /// Per param: where `partita merge` writes it (at least one target).

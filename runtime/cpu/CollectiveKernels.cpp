@@ -42,6 +42,12 @@ public:
       : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")),
         reduce_(n.stringAttr("reduce", "sum") == "max" ? Communicator::ReduceOp::Max : Communicator::ReduceOp::Sum) {
     async_ = n.intAttr("async", 0) != 0;
+    // An async all-gather reads its operand until it finishes: only a weight
+    // or a graph input (bound for the whole run) outlives the kernels after
+    // it; an operand in the arena could be overwritten meanwhile.
+    if (kind == Coll::AllGather && async_ && n.input(0)->definingNode() &&
+        !n.input(0)->definingNode()->is("Weight"))
+      async_ = false;
     const Value *whole = kind == Coll::AllGather ? n.output() : n.input(0);
     const Shape &s = whole->type().shape;
     int64_t dim = normalizeAxis(n.intAttr("dim", 0), static_cast<int64_t>(s.size()));

@@ -23,13 +23,15 @@ llvm::Expected<Tensor> gatherFlatPart(const TensorView &part, const TensorType &
 
 llvm::Error writeParameterShards(llvm::StringRef outDir, int rank, llvm::ArrayRef<std::string> names,
                                  llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<TensorType> shards,
-                                 Communicator *dpGroup) {
+                                 const std::vector<bool> &partitioned, Communicator *dpGroup) {
   llvm::SmallString<256> dir(outDir);
   llvm::sys::path::append(dir, "rank" + std::to_string(rank));
   std::vector<Tensor> values;
   for (size_t i = 0; i < params.size(); ++i) {
     const TensorView &p = *params[i];
-    if (i < shards.size() && p.numel() != shards[i].numel()) {
+    if (i < partitioned.size() && partitioned[i]) {
+      if (i >= shards.size())
+        return fail("parameter '" + names[i] + "' is partitioned but the plan has no shard type for it");
       if (!dpGroup)
         return fail("parameter '" + names[i] + "' holds " + llvm::Twine(p.numel()) + " elements, its shard " +
                     shards[i].str() + ", and there is no data-parallel group to gather its parts over");

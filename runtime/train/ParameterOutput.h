@@ -16,11 +16,12 @@
 namespace partita::rt {
 
 /// Writes parameter `names[i]` from device buffer `params[i]` (host-readable:
-/// the CPU device), shaped `shards[i]` (the plan's param_types). A buffer
-/// smaller than its shard is a ZeRO-3 part: gathered over `dpGroup` first.
+/// the CPU device). Where `partitioned[i]` (the plan's param_partitioned) the
+/// buffer is this rank's ZeRO-3 part: the parts are gathered over `dpGroup`
+/// into the shard `shards[i]` (the plan's param_types) first.
 llvm::Error writeParameterShards(llvm::StringRef outDir, int rank, llvm::ArrayRef<std::string> names,
                                  llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<TensorType> shards,
-                                 Communicator *dpGroup);
+                                 const std::vector<bool> &partitioned, Communicator *dpGroup);
 
 /// The whole shard (`shard`'s type) from this rank's `part` of its flat
 /// buffer: every rank's part gathered over `group`, the padding dropped.

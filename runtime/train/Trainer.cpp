@@ -336,7 +336,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
   }
   return writeParameterShards(outDir, session_.rank(), plan_.params, params_, plan_.paramTypes,
-                              dpSize_ > 1 ? session_.group("dp") : nullptr);
+                              plan_.paramPartitioned, dpSize_ > 1 ? session_.group("dp") : nullptr);
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/train/LossLog.h"
 #include "runtime/train/ParameterOutput.h"
+#include "MockCommunicator.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -44,9 +45,34 @@ TEST(ParameterOutput, WritesEachShardUnderItsRank) {
   TempDir dir;
   std::vector<float> w = {1, 2, 3, 4, 5, 6};
   TensorView v{DType::F32, {2, 3}, w.data()};
-  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(dir.path, 3, {"fc.w"}, {&v}, {}, nullptr)));
+  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(dir.path, 3, {"fc.w"}, {&v}, {}, {}, nullptr)));
   auto t = readNpy(dir.file("rank3/fc.w.npy"));
   ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
   EXPECT_EQ(t->shape(), (Shape{2, 3}));
   EXPECT_EQ(std::vector<float>(reinterpret_cast<const float *>(t->data()), reinterpret_cast<const float *>(t->data()) + 6), w);
+}
+
+// ZeRO-3: each of 2 data-parallel ranks holds its part of a shard's flat
+// buffer, padded to a multiple of 2; the written shard is the parts joined,
+// the padding dropped, in the shard's shape: a [5] shard from parts of 3, a
+// scalar from parts of 1 (whose second part is all padding).
+TEST(ParameterOutput, GathersZero3PartsIntoTheShard) {
+  TempDir dir;
+  partita::test::MockWorld world(2);
+  std::vector<std::vector<float>> vec = {{1, 2, 3}, {4, 5, 0}}, scalar = {{7}, {0}};
+  world.run([&](int rank, Communicator &comm) {
+    TensorView v{DType::F32, {3}, vec[rank].data()}, s{DType::F32, {1}, scalar[rank].data()};
+    std::vector<TensorType> shards = {TensorType{DType::F32, {5}, true}, TensorType{DType::F32, {}, true}};
+    EXPECT_FALSE(llvm::errorToBool(
+        writeParameterShards(dir.path, rank, {"v", "s"}, {&v, &s}, shards, {true, true}, &comm)));
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    auto v = readNpy(dir.file("rank" + std::to_string(rank) + "/v.npy"));
+    auto s = readNpy(dir.file("rank" + std::to_string(rank) + "/s.npy"));
+    ASSERT_TRUE(v && s);
+    EXPECT_EQ(v->shape(), (Shape{5}));
+    EXPECT_EQ(v->toDoubles(), (std::vector<double>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(s->shape(), Shape{});
+    EXPECT_EQ(s->toDoubles(), (std::vector<double>{7}));
+  }
 }

@@ -89,7 +89,7 @@
 // NOPREFETCH-NEXT: %w1.full = partita.UnflattenShards(%w1.gathered)
 // NOPREFETCH: %b.gathered = partita.AllGather(%b)
 // NOPREFETCH-NEXT: %b.full = partita.UnflattenShards(%b.gathered)
-// persist-below=10: b (5 elements) stays whole, as at stage 2; w1 (24 per rank) is partitioned.
+// persist-below=10: b (5 elements) stays whole, as at stage 2; w1 (48) is partitioned.
 // PERSIST: %w1 = Weight() {name = "w1#zero3"} : f32[48] {S(tp,dp)}
 // PERSIST: %b = Weight() {name = "b"} : f32[5] {R}
 // PERSIST: %updated.b = partita.UnflattenShards({{.*}}) {blocks = 1, dim = 0, program = "step", shape = [5]} : f32[5] {R}
