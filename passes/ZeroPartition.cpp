@@ -8,16 +8,18 @@
 //
 // Stage 1, per partita.AdamW over weight w (sharding S, tp blocks T):
 //   %w.flat   = FlattenShards(%w) {length = L} : [T·L] {S(tp)}  →  S(tp,dp)   (local slice)
-//   %g.flat   = FlattenShards(%accumulated_grad.w)                →  S(tp,dp)   (local slice)
 //   adam_m.w, adam_v.w : [T·L] {S(tp,dp)}
 //   AdamW on the owned part; updated.w = UnflattenShards(all-gather over dp)
-// The backward still all-reduces the gradients over dp (DDP's overlapped
-// buckets) and the runtime accumulates them whole.
-// Stage 2 also partitions the gradients: the backward's grad.w becomes the
-// flat buffer split over dp, so the planner turns its all-reduce into a
-// reduce-scatter (each rank receives the sum of its own part), and
-// accumulated_grad.w is that part. The gradient norm's square sums then
-// come out partial over dp; they are added up first and all-reduced once.
+// The backward's grad.w is the flat gradient reduce-scattered over dp (each
+// rank receives the sum of its own part, which the step reads), marked
+// defer = 1: over micro-batches the whole gradient is summed where the
+// reduce-scatter stages it and reduced once, at the last (the paper's 2 psi
+// a step, like data parallelism's all-reduce). The gradient norm's square
+// sums of the parts come out partial over dp; they are added up first and
+// all-reduced once.
+// Stage 2 also partitions the gradients' memory: its reduce-scatter reduces
+// every micro-batch's gradient, and only the parts are summed (in the
+// runtime's accumulator).
 //
 // Stage 3 also partitions the parameters: weight w becomes its owned part
 // of the flat buffer (a Weight whose reference is a range of it, so each
@@ -91,9 +93,8 @@ public:
     for (Node *a : adams)
       if (auto err = stage_ >= 3 && !persists(a->input(3)) ? partitionParameter(g, a) : partition(g, a))
         return err;
-    if (stage_ >= 2)
-      if (auto err = reduceNormOnce(g))
-        return err;
+    if (auto err = reduceNormOnce(g))
+      return err;
     if (stage_ >= 3)
       if (auto err = recomputeWeightValuesInBackward(g))
         return err;
@@ -289,16 +290,9 @@ private:
     if (!wOwned)
       return wOwned.takeError();
     a->setInput(3, *wOwned);
-    if (stage_ < 2) {
-      auto gOwned = reshard(g, flatten(g, grad, f, step), f.owned, grad->name() + ".owned", step);
-      if (!gOwned)
-        return gOwned.takeError();
-      a->setInput(4, *gOwned);
-    }
     place(a, /*before=*/true);
-    if (stage_ >= 2)
-      if (auto err = partitionGradient(g, w, grad, f))
-        return err;
+    if (auto err = partitionGradient(g, w, grad, f))
+      return err;
     retypeState(a, f);
     // Every rank's updated part, gathered into the whole parameter.
     Value *updated = a->output(0);
@@ -341,6 +335,12 @@ private:
     auto owned = reshard(g, flatten(g, src, f, backward), f.owned, out->name() + ".owned", backward);
     if (!owned)
       return owned.takeError();
+    // Stage 1 keeps whole gradients: each micro-batch's is summed where the
+    // reduce-scatter stages it, which reduces once, at the last (2 psi a
+    // step, as data parallelism); stage 2 reduces every micro-batch's and
+    // keeps only its part.
+    if (Node *rs = (*owned)->definingNode(); stage_ == 1 && rs && rs->is("ReduceScatter", "partita"))
+      rs->setAttr("defer", Attribute::ofInt(1));
     if (src->definingNode())
       place(src->definingNode(), /*before=*/false); // as soon as the gradient is computed
     else

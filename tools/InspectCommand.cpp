@@ -145,6 +145,7 @@ int inspectMain() {
     int collectives = 0;
     rt::MemoryCategory outputCategory = rt::MemoryCategory::Activations;
     double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
+    double summedInside = 0; // gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
     std::vector<std::string> lines;
   };
   std::map<std::string, Sizes> sized;
@@ -176,6 +177,9 @@ int inspectMain() {
     z.outputs = static_cast<double>((*program)->stats().outputBytes);
     for (size_t c = 0; c < rt::kMemoryCategories; ++c)
       z.kernels[c] = static_cast<double>((*program)->kernelBytes(static_cast<rt::MemoryCategory>(c)));
+    for (const Value *out : (*g)->outputs())
+      if ((*program)->deferredInside(out->name()))
+        z.summedInside += static_cast<double>(out->type().numel() * static_cast<int64_t>(dtypeSize(out->type().dtype)));
     for (const std::string &name : plan->params)
       if (const rt::TensorView *p = (*program)->staticTensor(name))
         z.params += static_cast<double>(p->bytes());
@@ -202,6 +206,7 @@ int inspectMain() {
     // (launch --memory): everything is made by the end of the first step and
     // kept, so the peak is the sum.
     rt::MemoryLedger::Bytes predicted{};
+    double summedInside = 0;
     auto add = [&](rt::MemoryCategory c, double bytes) { predicted[static_cast<size_t>(c)] += static_cast<size_t>(bytes); };
     for (const std::string &name : plan->scheduleOrder) {
       auto one = sizeOf(r.program(name));
@@ -213,6 +218,7 @@ int inspectMain() {
             (*one)->outputs);
       for (size_t c = 0; c < rt::kMemoryCategories; ++c)
         add(static_cast<rt::MemoryCategory>(c), (*one)->kernels[c]);
+      summedInside += (*one)->summedInside;
       z.weights += (*one)->weights;
       z.arena = std::max(z.arena, (*one)->arena);
       if (name != "step") // the step's outputs are bound to the parameters and moments (counted below)
@@ -229,8 +235,8 @@ int inspectMain() {
     }
     add(rt::MemoryCategory::Activations, z.arena);
     add(rt::MemoryCategory::OptimizerStates, z.moments);
-    if (microBatches > 1) // the gradient sums over micro-batches
-      add(rt::MemoryCategory::Gradients, z.grads);
+    if (microBatches > 1) // the gradient sums over micro-batches the runtime keeps
+      add(rt::MemoryCategory::Gradients, z.grads - summedInside);
     size_t peak = 0;
     for (size_t bytes : predicted)
       peak += bytes;

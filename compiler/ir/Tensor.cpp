@@ -9,9 +9,13 @@ namespace partita {
 
 int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d < 0 ? 0 : d;
-  return n;
+  bool saturated = false;
+  for (int64_t d : shape) {
+    if (d <= 0)
+      return 0; // a zero (or dynamic) dimension: nothing to count
+    saturated = saturated || __builtin_mul_overflow(n, d, &n);
+  }
+  return saturated ? std::numeric_limits<int64_t>::max() : n;
 }
 
 std::string shapeString(llvm::ArrayRef<int64_t> shape) {

@@ -18,6 +18,8 @@ namespace partita {
 using Shape = llvm::SmallVector<int64_t, 4>;
 constexpr int64_t kDynamicDim = -1;
 
+/// The product of the dimensions (0 when one is <= 0); a product past
+/// int64 saturates at its maximum (the shape is then too large for anything).
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 

@@ -1,6 +1,7 @@
 //===- ConstantEvaluator.cpp ----------------------------------------------===//
 #include "compiler/ops/ConstantEvaluator.h"
 #include "compiler/ops/OpRegistry.h"
+#include <limits>
 
 namespace partita {
 
@@ -51,6 +52,11 @@ llvm::Error inferGraph(Graph &g) {
   for (Node *n : g.nodes()) {
     if (auto err = inferNode(*n, g.opset, lookup))
       return err;
+    for (const Value *out : n->outputs()) // nothing can hold or index such a tensor
+      if (out->type().isStatic() && out->type().numel() == std::numeric_limits<int64_t>::max())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "node " + n->describe() + ": output " + out->name() + " " + out->type().str() +
+                                           " has more elements than 64 bits count");
     auto done = eval.tryEvaluate(*n);
     if (!done)
       return done.takeError();

@@ -30,6 +30,7 @@ public:
     bytes_.resize(n);
     charge_.resize(bytes_.capacity());
   }
+  void setCategory(MemoryCategory c) { charge_.setCategory(c); }
 
 private:
   std::vector<char> bytes_;
@@ -70,6 +71,12 @@ public:
     // back): an all-reduce reduces there in place, a reduce-scatter receives
     // there, and only the reduce-scatter's rank-major packing is staged.
     bucket_ = n.numInputs() > 1 || (kind == Coll::ReduceScatter && async_);
+    // Only an async bucket (run while the backward goes on) defers; it sums
+    // float32, as the runtime's accumulator does.
+    deferrable_ = kind == Coll::ReduceScatter && bucket_ && async_ && n.intAttr("defer", 0) != 0 &&
+                  n.input(0)->type().dtype == DType::F32;
+    if (deferrable_)
+      staging_.setCategory(MemoryCategory::Gradients);
     if (bucket_ && kind == Coll::ReduceScatter)
       persistent_ = operands;
     else if (!bucket_ && kind != Coll::AllReduce && outer_ != 1)
@@ -78,7 +85,11 @@ public:
 
   size_t persistentBytes() const override { return persistent_; }
   bool wantsContiguousOutputs() const override { return bucket_; }
-  MemoryCategory persistentCategory() const override { return MemoryCategory::Communication; }
+  /// A deferring reduce-scatter's staging holds the gradients' sums.
+  MemoryCategory persistentCategory() const override {
+    return deferrable_ ? MemoryCategory::Gradients : MemoryCategory::Communication;
+  }
+  bool defersInside() const override { return deferrable_; }
 
   llvm::Error run(KernelContext &ctx) override {
     int64_t elements = 0;
@@ -218,13 +229,26 @@ private:
     for (const TensorView &in : ctx.inputs)
       total += in.bytes();
     staging_.resize(total);
+    // Deferring (ZeRO-1 over micro-batches), the staging buffer keeps this
+    // rank's sum of the whole gradients: added to, not overwritten, after the
+    // first micro-batch; the last one adds its own and reduces the sum.
+    bool add = deferrable_ && summed_;
     char *dst = staging_.data();
     for (int64_t p = 0; p < parts_; ++p)
       for (const TensorView &in : ctx.inputs) {
         size_t block = in.bytes() / static_cast<size_t>(parts_);
-        std::memcpy(dst, static_cast<const char *>(in.data) + static_cast<size_t>(p) * block, block);
+        const char *src = static_cast<const char *>(in.data) + static_cast<size_t>(p) * block;
+        if (add)
+          addFloats(reinterpret_cast<float *>(dst), reinterpret_cast<const float *>(src), block / sizeof(float));
+        else
+          std::memcpy(dst, src, block);
         dst += block;
       }
+    if (deferrable_ && ctx.deferReductions) {
+      summed_ = true;
+      return llvm::Error::success();
+    }
+    summed_ = false;
     inPlace_ = backToBack(ctx.outputs);
     if (!inPlace_)
       received_.resize(total / static_cast<size_t>(parts_));
@@ -246,6 +270,12 @@ private:
       return h.takeError();
     handle_ = *h;
     return llvm::Error::success();
+  }
+
+  static void addFloats(float *dst, const float *src, size_t n) {
+#pragma omp parallel for if (n > (1 << 16))
+    for (size_t k = 0; k < n; ++k)
+      dst[k] += src[k];
   }
 
   /// Whether the views lie back to back in memory, in order (one block).
@@ -295,6 +325,8 @@ private:
   Staging staging_, received_;
   size_t persistent_ = 0; // what staging_ and received_ will hold
   bool bucket_ = false;
+  bool deferrable_ = false; // a reduce-scatter that sums deferred micro-batches in staging_
+  bool summed_ = false;     // staging_ holds deferred micro-batches' sums
   bool inPlace_ = false; // this run's results are one block: reduced or received there
 };
 

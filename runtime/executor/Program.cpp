@@ -287,15 +287,24 @@ llvm::Error Program::bindOutput(llvm::StringRef name, void *buffer) {
   return loadError("the program has no output '" + name + "'");
 }
 
-bool Program::reducedAsync(llvm::StringRef output) const {
+const Program::Step *Program::producerOf(llvm::StringRef output) const {
   size_t index = std::find(outputNames_.begin(), outputNames_.end(), output) - outputNames_.begin();
   for (const Step &step : steps_)
-    if (step.kernel->isAsync() && step.node->is("AllReduce", "partita")) // a reduce-scatter never defers
-      for (int slot : step.outputs)
-        for (size_t o : outputsOfSlot_[slot])
-          if (o == index)
-            return true;
-  return false;
+    for (int slot : step.outputs)
+      for (size_t o : outputsOfSlot_[slot])
+        if (o == index)
+          return &step;
+  return nullptr;
+}
+
+bool Program::reducedAsync(llvm::StringRef output) const {
+  const Step *step = producerOf(output); // an async all-reduce; a reduce-scatter defers inside, if at all
+  return step && step->kernel->isAsync() && step->node->is("AllReduce", "partita");
+}
+
+bool Program::deferredInside(llvm::StringRef output) const {
+  const Step *step = producerOf(output);
+  return step && step->kernel->defersInside();
 }
 
 llvm::Error Program::setReductionAddend(llvm::StringRef output, const void *buffer) {

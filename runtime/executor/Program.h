@@ -119,6 +119,10 @@ public:
   /// Whether graph output `output` is the result of an async all-reduce
   /// (one that defers; an async reduce-scatter, ZeRO-2's, reduces every run).
   bool reducedAsync(llvm::StringRef output) const;
+  /// Whether graph output `output` comes from a kernel that, while deferring,
+  /// sums its operands itself (Kernel::defersInside): complete only in the
+  /// last micro-batch, and nothing for the caller to sum.
+  bool deferredInside(llvm::StringRef output) const;
 
   /// When on, run() accumulates wall time per op type (qualified name; a
   /// fused cluster is "fused elementwise"), or per node (by the node that
@@ -150,6 +154,7 @@ private:
   };
 
   void *addressOf(const Slot &s) const;
+  const Step *producerOf(llvm::StringRef output) const; // the step computing a graph output
 
   Device &device_;
   const RuntimeEnv *env_ = nullptr;

@@ -56,6 +56,11 @@ public:
   /// collective's bucket then reduces in place, with no staging copy); the
   /// executor lays out a step's own output buffers so when it can.
   virtual bool wantsContiguousOutputs() const { return false; }
+  /// Whether, while the program defers its reductions (micro-batches before
+  /// the last), the kernel sums what it would reduce itself and reduces the
+  /// sum at the last (ZeRO-1's reduce-scatter): its results are complete
+  /// only then, and the caller keeps no sums of its own.
+  virtual bool defersInside() const { return false; }
 };
 
 /// Builds the kernel for `node` (types are static in the IR), or fails naming

@@ -17,10 +17,14 @@ GradientAccumulator::GradientAccumulator(Program &loss, Program &gradients, std:
   if (micro_ == 1)
     return;
   sums_.resize(names_.size());
+  heldInside_.assign(names_.size(), false);
   for (size_t i = 0; i < names_.size(); ++i) {
+    deferred_[i] = program_.reducedAsync(names_[i]);
+    heldInside_[i] = program_.deferredInside(names_[i]);
+    if (heldInside_[i]) // its reduce-scatter sums the micro-batches itself
+      continue;
     sums_[i].resize(static_cast<size_t>(numel_[i]));
     sumsCharge_.resize(sumsCharge_.bytes() + sums_[i].size() * sizeof(float));
-    deferred_[i] = program_.reducedAsync(names_[i]);
   }
   lossDeferred_ = lossProgram_.reducedAsync(lossProgram_.outputNames()[0]);
 }
@@ -73,10 +77,12 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
   bool last = micro + 1 == micro_;
   for (size_t i = 0; i < names_.size(); ++i) {
     float *g = static_cast<float *>(outputs[outputIndex_[i]].data);
-    if (micro_ == 1 || (deferred_[i] && last)) { // complete: the program's own result
+    if (micro_ == 1 || ((deferred_[i] || heldInside_[i]) && last)) { // complete: the program's own result
       grads_[i] = g;
       continue;
     }
+    if (heldInside_[i]) // not computed before the last micro-batch
+      continue;
     float *acc = sums_[i].data();
     grads_[i] = acc;
     int64_t n = numel_[i];

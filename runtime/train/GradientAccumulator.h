@@ -8,14 +8,17 @@
 // no_sync: their results are this rank's partial sums, kept here) and the
 // last micro-batch's reductions add those sums in before they reduce
 // (Program::setReductionAddend). Reductions are linear, so the sums are
-// those of reducing every micro-batch. Gradients the program does not
-// reduce asynchronously (no dp) are summed here as they come.
+// those of reducing every micro-batch. A reduce-scatter that defers
+// (ZeRO-1's) sums the whole gradients in its own staging and reduces at the
+// last micro-batch: nothing is kept here for it. Gradients the program does
+// not reduce asynchronously (no dp, ZeRO-2's parts) are summed here as they
+// come.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/executor/Program.h"
 #include <memory>
-#include <string>
 #include "runtime/core/MemoryLedger.h"
+#include <string>
 #include <vector>
 
 namespace partita::rt {
@@ -57,6 +60,7 @@ private:
   int64_t micro_;
   std::vector<size_t> outputIndex_;
   std::vector<bool> deferred_; // reduced by the program, deferred until the last micro-batch
+  std::vector<bool> heldInside_; // summed by the program's reduce-scatter itself (ZeRO-1), complete at the last
   bool lossDeferred_ = false;
   std::vector<std::vector<float>> sums_; // per parameter, with several micro-batches
   MemoryCharge sumsCharge_{MemoryCategory::Gradients, 0};

@@ -16,8 +16,10 @@ checks:
   - each rank's step program holds exactly its part of the optimizer state:
     per weight, moments of ceil(n / dp) elements where n is the weight's
     elements on the rank (its tp shard: the model's initializer shape and
-    the plan's layout), padded up to a multiple of dp - and at stage 2 the
-    backward returns gradients of that size, at stage 1 whole ones; at
+    the plan's layout), padded up to a multiple of dp - and the backward
+    returns gradients of that size, its reduce-scatter's part (at stage 1 the
+    whole gradients are summed over micro-batches where it stages them and
+    reduced once; at stage 2 every micro-batch's is reduced); at
     stage 3 the parameter itself, as the step reads it and as the forward
     program stores it (its initializer), has that size too, and every
     rank's forward holds fewer weight elements than the --zero 0 forward.
@@ -109,8 +111,8 @@ for r in plan["ranks"]:
             if got != want:
                 bad.append(f"{key} has {got} elements, want ceil({local}/{dp}) = {want}")
         grad = math.prod(bwd_out["grad." + p]["shape"])
-        if grad != (want if stage >= 2 else local):
-            bad.append(f"grad.{p} has {grad} elements, want {want if stage >= 2 else local}")
+        if grad != want:
+            bad.append(f"grad.{p} has {grad} elements, want {want}")
         held = math.prod(step_in[p]["shape"])
         if held != (want if stage >= 3 else local):
             bad.append(f"the step reads {p} with {held} elements, want {want if stage >= 3 else local}")

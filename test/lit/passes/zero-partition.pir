@@ -43,13 +43,13 @@
 // CHECK-NOT: ReduceScatter
 // CHECK: return %loss, %grad.w1, %grad.b, %updated.w1, %updated.adam_m.w1
 
-// Stage 1: the backward all-reduces w1's gradient whole; the step slices
-// the rank's part of the flattened accumulated gradient.
-// STAGE1: %accumulated_grad.w1: f32[8,6] {R,S(tp)}, %adam_m.w1: f32[48] {S(tp,dp)}, %adam_v.w1: f32[48] {S(tp,dp)}
-// STAGE1-NOT: ReduceScatter
-// STAGE1: %grad.w1 = partita.AllReduce({{.*}}) {axis = "dp"} : f32[8,6] {R,S(tp)}
-// STAGE1: %accumulated_grad.w1.owned = partita.ShardSlice(%accumulated_grad.w1.flat) {axis = "dp", dim = 0, program = "step"} : f32[48] {S(tp,dp)}
-// STAGE1-NOT: ReduceScatter
+// Stage 1: the backward reduce-scatters w1's flat gradient as stage 2 does,
+// marked defer = 1 (the runtime sums the whole gradient over micro-batches
+// where the reduce-scatter stages it and reduces once, at the last); the step
+// reads the part.
+// STAGE1: %accumulated_grad.w1: f32[48] {S(tp,dp)}, %adam_m.w1: f32[48] {S(tp,dp)}, %adam_v.w1: f32[48] {S(tp,dp)}
+// STAGE1: %grad.w1 = partita.ReduceScatter(%{{.*}}) {axis = "dp", defer = 1, dim = 0, program = "backward"} : f32[48] {S(tp,dp)}
+// STAGE1-NOT: AllReduce({{.*}}) {axis = "dp"} : f32[8,6]
 
 // Rank dp:1, tp:0 holds its block (blocks = 1) and the second half of it.
 // LOCAL: %adam_m.w1: f32[12]
