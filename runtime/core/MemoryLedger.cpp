@@ -16,8 +16,10 @@ const char *memoryCategoryName(MemoryCategory c) {
 }
 
 MemoryLedger &MemoryLedger::process() {
-  static MemoryLedger ledger;
-  return ledger;
+  // Never destroyed: a charge released during static destruction (a
+  // program held by a static, a kernel's staging) must still find it.
+  static MemoryLedger *ledger = new MemoryLedger;
+  return *ledger;
 }
 
 void MemoryLedger::charge(MemoryCategory c, size_t bytes) {
