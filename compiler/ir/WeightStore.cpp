@@ -264,11 +264,15 @@ llvm::Error readTransposedBox(StoredBytes &bytes, llvm::ArrayRef<int64_t> stored
 /// A flat ref's elements: per tensor-parallel block its range overlaps, the
 /// rows (of the block's first dimension) that hold the range are read, and
 /// the range copied out; the padding stays zero.
+static llvm::Error weightError(llvm::StringRef name, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
+}
+
+static llvm::Expected<Tensor> loadRef(const WeightRef &ref, llvm::StringRef name);
+
 static llvm::Expected<Tensor> loadFlatPart(const WeightRef &ref, llvm::StringRef name) {
   const FlatPart &f = *ref.flat;
-  auto fail = [&](const llvm::Twine &msg) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
-  };
+  auto fail = [&](const llvm::Twine &msg) { return weightError(name, msg); };
   WeightRef base = ref.unflattened();
   const Shape &shape = f.shape;
   int64_t count = ref.type.shape.empty() ? 1 : ref.type.shape[0];
@@ -298,9 +302,7 @@ static llvm::Expected<Tensor> loadFlatPart(const WeightRef &ref, llvm::StringRef
       a -= r0 * row;
       b -= r0 * row;
     }
-    WeightStore one;
-    one.add(name.str(), base.view(start, size));
-    auto rows = one.load(name);
+    auto rows = loadRef(base.view(start, size), name);
     if (!rows)
       return rows.takeError();
     std::memcpy(out->data() + (lo - f.start) * elem, static_cast<const uint8_t *>(rows->data()) + a * elem,
@@ -309,34 +311,36 @@ static llvm::Expected<Tensor> loadFlatPart(const WeightRef &ref, llvm::StringRef
   return Tensor(ref.type.dtype, ref.type.shape, std::move(out));
 }
 
-llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
-  auto fail = [&](const llvm::Twine &msg) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "weight '" + name + "': " + msg);
-  };
-  const WeightRef *ref = find(name);
-  if (!ref || !ref->hasData())
-    return fail("no data is attached (graph parsed from IR text?)");
-  if (ref->flat)
-    return loadFlatPart(*ref, name);
-  if (ref->viewStart.empty() && ref->perm.empty() && ref->inlineBytes)
-    return Tensor(ref->type.dtype, ref->type.shape, ref->inlineBytes); // shared, not copied
+/// The bytes of `ref` (which has data), named `name` in errors.
+static llvm::Expected<Tensor> loadRef(const WeightRef &ref, llvm::StringRef name) {
+  if (ref.flat)
+    return loadFlatPart(ref, name);
+  if (ref.viewStart.empty() && ref.perm.empty() && ref.inlineBytes)
+    return Tensor(ref.type.dtype, ref.type.shape, ref.inlineBytes); // shared, not copied
   Shape stored, start, size;
-  if (!storedBox(*ref, stored, start, size))
-    return fail("its view " + ref->type.str() + " at " + shapeString(ref->viewStart) + " (perm " +
-                shapeString(ref->perm) + ") does not fit its stored tensor " +
-                TensorType{ref->type.dtype, stored, true}.str());
-  StoredBytes bytes(*ref, name);
+  if (!storedBox(ref, stored, start, size))
+    return weightError(name, "its view " + ref.type.str() + " at " + shapeString(ref.viewStart) + " (perm " +
+                                 shapeString(ref.perm) + ") does not fit its stored tensor " +
+                                 TensorType{ref.type.dtype, stored, true}.str());
+  StoredBytes bytes(ref, name);
   if (auto err = bytes.open())
     return std::move(err);
-  size_t elem = dtypeSize(ref->type.dtype);
+  size_t elem = dtypeSize(ref.type.dtype);
   auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numElements(size)) * elem);
   bool transposed = false;
-  for (size_t i = 0; i < ref->perm.size(); ++i)
-    transposed = transposed || ref->perm[i] != static_cast<int64_t>(i);
-  if (auto err = transposed ? readTransposedBox(bytes, stored, start, size, ref->perm, elem, out->data())
+  for (size_t i = 0; i < ref.perm.size(); ++i)
+    transposed = transposed || ref.perm[i] != static_cast<int64_t>(i);
+  if (auto err = transposed ? readTransposedBox(bytes, stored, start, size, ref.perm, elem, out->data())
                             : readBox(bytes, stored, start, size, elem, out->data()))
     return std::move(err);
-  return Tensor(ref->type.dtype, ref->type.shape, std::move(out));
+  return Tensor(ref.type.dtype, ref.type.shape, std::move(out));
+}
+
+llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
+  const WeightRef *ref = find(name);
+  if (!ref || !ref->hasData())
+    return weightError(name, "no data is attached (graph parsed from IR text?)");
+  return loadRef(*ref, name);
 }
 
 llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
@@ -349,11 +353,8 @@ llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef
   for (size_t d = 0; inside && d < shape.size(); ++d)
     inside = start[d] >= 0 && size[d] >= 0 && start[d] + size[d] <= shape[d];
   if (!inside)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "weight '" + name + "': box outside the tensor " + ref->type.str());
-  WeightStore one;
-  one.add(name.str(), ref->view(start, size));
-  return one.load(name);
+    return weightError(name, "box outside the tensor " + ref->type.str());
+  return loadRef(ref->view(start, size), name);
 }
 
 } // namespace partita
