@@ -454,18 +454,7 @@ private:
   /// would be saved whole; the backward computes it again from its own
   /// gathered copies instead.
   llvm::Error recomputeWeightValuesInBackward(Graph &g) {
-    llvm::DenseMap<const Value *, bool> weightOnly;
-    std::function<bool(const Value *)> isWeightOnly = [&](const Value *v) -> bool {
-      if (auto it = weightOnly.find(v); it != weightOnly.end())
-        return it->second;
-      const Node *d = v->definingNode();
-      bool only = gatheredIndex_.count(v) ||
-                  (d && (d->is("Constant") || (d->is("Weight") && !flatOfPart_.count(v)) ||
-                         (programOf(d) == kForwardProgram && d->numInputs() > 0 &&
-                          llvm::all_of(d->inputs(), [&](const Value *in) { return !in || isWeightOnly(in); }))));
-      weightOnly[v] = only;
-      return only;
-    };
+    llvm::DenseMap<const Node *, bool> alone;
     llvm::DenseMap<Value *, Value *> copies;
     std::function<llvm::Expected<Value *>(Value *, Node *)> inBackward = [&](Value *v,
                                                                              Node *reader) -> llvm::Expected<Value *> {
@@ -518,8 +507,7 @@ private:
       for (size_t i = 0; i < n->numInputs(); ++i) {
         Value *in = n->input(i);
         const Node *d = in ? in->definingNode() : nullptr;
-        if (d && !d->is("Constant") && !d->is("Weight") && programOf(d) == kForwardProgram && isWeightOnly(in) &&
-            dependsOnGathered(in)) {
+        if (d && programOf(d) == kForwardProgram && fromPartsAlone(d, alone)) {
           auto copy = inBackward(in, n);
           if (!copy)
             return copy.takeError();
@@ -536,29 +524,11 @@ private:
   /// whole weights at a time (an earlier sort moved weight-only nodes to the
   /// top of their program: they are ready first).
   std::vector<Node *> gathersBeforeUse(const std::vector<Node *> &order) const {
+    llvm::DenseMap<const Node *, bool> alone;
     llvm::DenseSet<const Node *> sink;
-    for (Node *n : order) {
-      if (n->is("Weight") || n->is("Constant") || n->is("AdamW", "partita") || n->numInputs() == 0)
-        continue;
-      bool fromGathered = false, weightOnly = true;
-      for (const Value *in : n->inputs()) {
-        const Node *d = in ? in->definingNode() : nullptr;
-        if (!in)
-          continue;
-        if (!d) {
-          weightOnly = false;
-          break;
-        }
-        if (d->is("Weight") && flatOfPart_.count(in))
-          fromGathered = true;
-        else if (sink.count(d))
-          fromGathered = true;
-        else if (!d->is("Weight") && !d->is("Constant"))
-          weightOnly = false;
-      }
-      if (fromGathered && weightOnly)
+    for (Node *n : order)
+      if (fromPartsAlone(n, alone))
         sink.insert(n);
-    }
     std::vector<Node *> out;
     llvm::DenseSet<const Node *> placed;
     std::function<void(Node *)> emit = [&](Node *m) {
@@ -625,11 +595,33 @@ private:
     return p.empty() ? kForwardProgram : p;
   }
 
-  bool dependsOnGathered(const Value *v) const {
-    if (gatheredIndex_.count(v))
-      return true;
-    const Node *d = v->definingNode();
-    return d && llvm::any_of(d->inputs(), [&](const Value *in) { return in && dependsOnGathered(in); });
+  /// Stage 3: whether `n` computes from partitioned weights (one at least)
+  /// and constants alone: a part's gather and unflatten, a transpose of the
+  /// gathered weight. Memoized in `memo`.
+  bool fromPartsAlone(const Node *n, llvm::DenseMap<const Node *, bool> &memo) const {
+    if (auto it = memo.find(n); it != memo.end())
+      return it->second;
+    bool part = false, alone = n->numInputs() > 0;
+    for (const Value *in : n->inputs()) {
+      const Node *d = in ? in->definingNode() : nullptr;
+      if (!in)
+        continue;
+      if (!d) { // a graph input
+        alone = false;
+        break;
+      }
+      if (d->is("Weight") && flatOfPart_.count(in))
+        part = true;
+      else if (d->is("Weight") || d->is("Constant"))
+        continue;
+      else if (fromPartsAlone(d, memo))
+        part = true;
+      else {
+        alone = false;
+        break;
+      }
+    }
+    return memo[n] = alone && part;
   }
 
   /// Stage 2: the square sums of gradient parts are partial over dp, and so
@@ -686,12 +678,14 @@ PassInfo zeroPartitionPass() {
           "Partition AdamW's state (ZeRO-1), the gradients (ZeRO-2) and the parameters (ZeRO-3) over data parallelism",
           "Per partita.AdamW: the moments become flat buffers (one per tensor-parallel block of the weight, padded to "
           "a multiple of the axis size) split over the axis; the step updates each rank's part of the flattened "
-          "weight and gradient and all-gathers the updated weight. stage=2 also makes the backward's grad.<w> the "
-          "rank's part of the flat gradient (its all-reduce becomes a reduce-scatter). stage=3 also keeps each weight as "
-          "its rank's part of the flat buffer, updated in place, all-gathered before its first use in the forward and "
-          "in the backward. Run after data-parallel, "
-          "before insert-collectives.",
-          "stage=int (1): 1, 2 or 3; axis=string (dp): the data-parallel mesh axis",
+          "weight and all-gathers the updated weight; the backward's grad.<w> is the rank's part of the flat "
+          "gradient (its all-reduce becomes a reduce-scatter), which stage 1 defers to the last micro-batch "
+          "(defer = 1) and stage 2 runs every micro-batch. stage=3 also keeps each weight as its rank's part of the "
+          "flat buffer, updated in place, all-gathered before its first use in the forward and in the backward. Run "
+          "after data-parallel, before insert-collectives.",
+          "stage=int (1): 1, 2 or 3; axis=string (dp): the data-parallel mesh axis; prefetch=int (one parameter "
+          "ahead): stage 3's gathered elements in flight ahead of their use; persist-below=int (0): stage 3 leaves "
+          "a parameter of fewer elements whole",
           [] { return std::make_unique<ZeroPartition>(); }};
 }
 
