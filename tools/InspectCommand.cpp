@@ -143,7 +143,6 @@ int inspectMain() {
   struct Sizes {
     double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0, grads = 0, moments = 0;
     int collectives = 0;
-    rt::MemoryCategory outputCategory = rt::MemoryCategory::Activations;
     double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
     double summedInside = 0; // gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
     std::vector<std::string> lines;

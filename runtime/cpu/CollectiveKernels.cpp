@@ -25,7 +25,6 @@ class Staging {
 public:
   char *data() { return bytes_.data(); }
   const char *data() const { return bytes_.data(); }
-  size_t size() const { return bytes_.size(); }
   void resize(size_t n) {
     bytes_.resize(n);
     charge_.resize(bytes_.capacity());

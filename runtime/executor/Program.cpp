@@ -350,7 +350,7 @@ void *Program::addressOf(const Slot &s) const {
   return nullptr;
 }
 
-llvm::Error Program::allocateOutputs() {
+llvm::Error Program::allocateRunBuffers() {
   // A step that wants its results back to back (a collective's bucket) gets
   // one block for the output buffers it computes, if none is made yet.
   for (const Step &step : steps_) {
@@ -418,7 +418,7 @@ size_t Program::kernelBytes(MemoryCategory c) const {
 }
 
 llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<TensorView> &inputs) {
-  if (auto err = allocateOutputs())
+  if (auto err = allocateRunBuffers())
     return std::move(err);
   for (size_t i = 0; i < inputSpecs_.size(); ++i) {
     const auto &spec = inputSpecs_[i];

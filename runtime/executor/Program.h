@@ -67,7 +67,6 @@ public:
   /// activations. An output gets its buffer at the first run, unless
   /// bindOutput gave it one before.
   void setOutputCategory(MemoryCategory c);
-  MemoryCategory outputCategory() const { return outputCategory_; }
   /// The bytes its kernels keep between runs in category `c` (staging:
   /// communication; reordered weights: workspace): what they charge to the
   /// ledger once they have run.
@@ -171,7 +170,7 @@ private:
   std::vector<MemoryCharge> outputBlockCharges_;
   MemoryCharge staticsCharge_{MemoryCategory::Parameters, 0};
   MemoryCategory outputCategory_ = MemoryCategory::Activations;
-  llvm::Error allocateOutputs(); // and the arena: what a run needs that load does not make
+  llvm::Error allocateRunBuffers(); // the output buffers and the arena: what a run needs that load does not make
   std::shared_ptr<void> arena_; // shared with the programs of shareArena; made at the first run
   size_t arenaBytes_ = 0;
   std::vector<InputSpec> inputSpecs_;
