@@ -27,6 +27,14 @@ namespace io = optimizer_io;
 
 namespace {
 
+/// The pipeline stage of the nodes reading weight `w` (-1: no pipeline).
+int64_t stageOfWeight(const Value &w) {
+  for (const Node *u : w.users())
+    if (u->hasAttr(kStageAttr))
+      return u->intAttr(kStageAttr, -1);
+  return -1;
+}
+
 class AddOptimizer : public Pass {
 public:
   explicit AddOptimizer(const AdamWOptions &o = {}) : o_(o) {}
@@ -88,9 +96,17 @@ public:
       return in;
     };
     // Square sums grouped by the axes that split them (std::map: a stable order).
-    std::map<std::string, Value *> sums;
+    // Pipeline stages (assign-stages) each sum their own weights' squares.
+    std::map<std::pair<int64_t, std::string>, Value *> sums;
     std::vector<Value *> outs;
+    auto stageSince = [&](size_t mark, int64_t stage) {
+      if (stage >= 0)
+        for (Node *n : g.nodesCreatedSince(mark))
+          if (!n->is("Constant"))
+            n->setAttr(kStageAttr, Attribute::ofInt(stage));
+    };
     for (Value *w : weights) {
+      size_t mark = g.creationMark();
       const std::string &p = w->name();
       Value *grad = laidOutAs(io::gradient(p), w);
       Value *m = laidOutAs(io::moment1(p), w), *v = laidOutAs(io::moment2(p), w);
@@ -103,7 +119,8 @@ public:
         for (const auto &d : w->sharding()->dims)
           axes.insert(d.begin(), d.end());
       std::string key = llvm::join(axes.begin(), axes.end(), ",");
-      Value *&sum = sums[key];
+      int64_t stage = stageOfWeight(*w);
+      Value *&sum = sums[{stage, key}];
       sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
       Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, grad, m, v, scale},
                                 {io::updated(p), io::updated(io::moment1(p)), io::updated(io::moment2(p))}, "partita");
@@ -116,18 +133,29 @@ public:
         out->type() = w->type();
         outs.push_back(out);
       }
+      stageSince(mark, stage);
     }
-    Value *total = nullptr;
-    for (auto &[key, sum] : sums)
+    std::map<int64_t, Value *> totals;
+    for (auto &[key, sum] : sums) {
+      size_t mark = g.creationMark();
+      Value *&total = totals[key.first];
       total = total ? tag(b.op("Add", {total, sum}), io::kGradNorm) : sum;
-    Node *norm = g.createNode("Sqrt", {total}, {io::kNorm});
-    norm->output()->type() = scalar;
-    norm->setAttr(io::kProgramAttr, Attribute::ofString(io::kGradNorm));
+      stageSince(mark, key.first);
+    }
     if (auto err = b.takeError())
       return passError(name(), llvm::toString(std::move(err)));
     for (Value *out : outs)
       g.outputs().push_back(out);
-    g.outputs().push_back(norm->output());
+    // One norm; under a pipeline one per stage, of its own gradients
+    // (grad_norm.stage<s>), which the runtime combines over the stages.
+    for (auto &[stage, total] : totals) {
+      Node *norm = g.createNode("Sqrt", {total}, {stage < 0 ? std::string(io::kNorm) : io::stageNorm(stage)});
+      norm->output()->type() = scalar;
+      norm->setAttr(io::kProgramAttr, Attribute::ofString(io::kGradNorm));
+      if (stage >= 0)
+        norm->setAttr(kStageAttr, Attribute::ofInt(stage));
+      g.outputs().push_back(norm->output());
+    }
     g.keepOrder(); // the optimizer after the training graph, where it was appended
     return llvm::Error::success();
   }

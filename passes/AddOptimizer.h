@@ -44,6 +44,9 @@ inline constexpr const char *kLr = "lr", *kBc1 = "bias_correction1", *kBc2 = "bi
                             *kGradScale = "grad_scale";
 /// grad_norm's output: the L2 norm of the summed gradients.
 inline constexpr const char *kNorm = "grad_norm";
+/// Under a pipeline, stage s's norm of its own gradients in the global graph
+/// (its grad_norm program returns it as grad_norm).
+inline std::string stageNorm(int64_t stage) { return std::string(kNorm) + ".stage" + std::to_string(stage); }
 /// The gradient the runtime accumulated from the forward program's output
 /// grad.<p>, the moments, and the updated values (bound in place).
 inline std::string gradient(const std::string &p) { return "accumulated_grad." + p; }

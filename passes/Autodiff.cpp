@@ -89,6 +89,7 @@ public:
       if (!rule)
         return passError(name(), "node " + n->describe() + " has no gradient rule");
       std::vector<Value *> dIn(n->numInputs(), nullptr);
+      size_t mark = g.creationMark();
       if (auto err = (*rule)(b, *n, dOut, dIn))
         return err;
       if (auto err = b.takeError())
@@ -96,6 +97,11 @@ public:
       for (size_t i = 0; i < n->numInputs(); ++i)
         if (dIn[i] && n->input(i) && isFloat(n->input(i)->type().dtype))
           accumulate(n->input(i), dIn[i]);
+      // A node's backward runs on its pipeline stage (assign-stages).
+      if (const Attribute *stage = n->attr(kStageAttr))
+        for (Node *made : g.nodesCreatedSince(mark))
+          if (!made->is("Constant"))
+            made->setAttr(kStageAttr, *stage);
     }
     auto emit = [&](Value *v, const std::string &label) {
       Value *d = grads.lookup(v);
@@ -103,6 +109,8 @@ public:
         return;
       Node *id = g.createNode("Identity", {d}, {"grad." + label});
       id->output()->type() = d->type();
+      if (const Node *def = d->definingNode(); def && def->hasAttr(kStageAttr))
+        id->setAttr(kStageAttr, *def->attr(kStageAttr));
       g.outputs().push_back(id->output());
     };
     if (wrtInputs_) {

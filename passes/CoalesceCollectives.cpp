@@ -61,7 +61,8 @@ public:
       const TensorType &t = n->output()->type();
       size_t size = static_cast<size_t>(numElements(t.shape)) * dtypeSize(t.dtype);
       bool same = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype &&
-                  buckets.back().front()->op() == n->op() && programOf(*buckets.back().front()) == programOf(*n);
+                  buckets.back().front()->op() == n->op() && programOf(*buckets.back().front()) == programOf(*n) &&
+                  producerStage(*buckets.back().front()) == producerStage(*n);
       if (buckets.empty() || !same || (bytes > 0 && bytes + size > bucketBytes_)) {
         buckets.emplace_back();
         bytes = 0;
@@ -84,6 +85,8 @@ public:
       b->setAttr("async", Attribute::ofInt(1));
       if (std::string p = programOf(*members.front()); p != kForwardProgram)
         b->setAttr(optimizer_io::kProgramAttr, Attribute::ofString(p));
+      if (int64_t stage = producerStage(*members.front()); stage >= 0)
+        b->setAttr(kStageAttr, Attribute::ofInt(stage));
       for (size_t i = 0; i < members.size(); ++i) {
         b->output(i)->type() = members[i]->output()->type();
         b->output(i)->sharding() = members[i]->output()->sharding();
@@ -112,6 +115,15 @@ private:
   std::string axis_ = "dp";
   size_t bucketBytes_ = 25'000'000; // DDP's default bucket_cap_mb
 
+
+  /// The pipeline stage of a collective's operand (a bucket never spans two
+  /// stages; -1: no pipeline).
+  static int64_t producerStage(const Node &n) {
+    if (n.hasAttr(kStageAttr))
+      return n.intAttr(kStageAttr, -1);
+    const Node *def = n.input(0) ? n.input(0)->definingNode() : nullptr;
+    return def ? def->intAttr(kStageAttr, -1) : -1;
+  }
 
   /// A sum over the axis whose result no node reads (only graph outputs):
   /// an all-reduce, or a reduce-scatter of a 1-D value (ZeRO-2's flat gradients).

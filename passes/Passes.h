@@ -34,5 +34,6 @@ PassInfo classifyParametersPass();
 PassInfo tieEmbeddingsPass();
 PassInfo addOptimizerPass();
 PassInfo zeroPartitionPass();
+PassInfo assignStagesPass();
 
 } // namespace partita

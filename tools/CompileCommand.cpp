@@ -11,6 +11,7 @@
 #include "compiler/onnx/OnnxExport.h"
 #include "compiler/pass/PassManager.h"
 #include "passes/AddOptimizer.h"
+#include "passes/SplitPipeline.h"
 #include "passes/SplitPrograms.h"
 #include "passes/sharding/Layout.h"
 #include "passes/ClassifyParameters.h"
@@ -40,6 +41,9 @@ static cl::list<std::string> inputShapes("input-shape", cl::desc("Fix an input's
 static cl::opt<int> tp("tp", cl::desc("Tensor-parallel size"), cl::init(1), cl::sub(compileCmd));
 static cl::opt<int> pp("pp", cl::desc("Pipeline-parallel size"), cl::init(1), cl::sub(compileCmd));
 static cl::opt<int> dp("dp", cl::desc("Data-parallel size"), cl::init(1), cl::sub(compileCmd));
+static cl::list<int> ppLayers("pp-layers",
+                              cl::desc("Transformer layers per pipeline stage (3,4,4,3) instead of the cost balance"),
+                              cl::CommaSeparated, cl::sub(compileCmd));
 static cl::opt<int> zero("zero", cl::desc("ZeRO stage 0-3"), cl::init(0), cl::sub(compileCmd));
 static cl::opt<bool> train("train", cl::desc("Build training programs"), cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> sequenceParallel("sequence-parallel", cl::desc("Megatron sequence parallelism"),
@@ -115,12 +119,6 @@ static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR
 
 bool compileSelected() { return static_cast<bool>(compileCmd); }
 
-static llvm::Error notYet(const char *flag, int value) {
-  return fail(llvm::Twine(flag) + " " + llvm::Twine(value) +
-              ": not implemented yet (this build compiles tensor and data parallelism and ZeRO stages 1 "
-              "to 3; pipeline parallelism comes later)");
-}
-
 static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
@@ -166,16 +164,23 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
 /// backward program `local`'s grad.<w> outputs, in their order), with their
 /// local types, their layouts on every axis and where merge writes them;
 /// every rank updates the same ones.
-static llvm::Error recordParameters(const Graph &global, const Graph &partitioned, const Graph &local,
-                                    const RankPlan &r, Plan &plan) {
+/// The parameters one rank's backward program gives gradients for.
+struct ParamRecord {
   std::vector<std::string> names;
   std::vector<bool> parts;
   std::vector<TensorType> types;
   std::vector<std::vector<ParamTarget>> targets;
   std::vector<std::map<std::string, std::string>> layouts;
+};
+
+static llvm::Error recordParameters(const Graph &global, const Graph &partitioned, const Graph &local,
+                                    const RankPlan &r, const std::set<std::string> &sent,
+                                    std::map<int64_t, ParamRecord> &byStage) {
+  ParamRecord rec;
+  auto &[names, parts, types, targets, layouts] = rec;
   for (const Value *out : local.outputs()) {
     llvm::StringRef n(out->name());
-    if (!n.consume_front("grad."))
+    if (sent.count(out->name()) || !n.consume_front("grad.")) // a gradient sent to the stage before is none
       continue;
     const Value *gw = global.findValue(n);
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
@@ -193,17 +198,26 @@ static llvm::Error recordParameters(const Graph &global, const Graph &partitione
       layout[a.name] = layoutOf(gw, a.name).str();
     layouts.push_back(std::move(layout));
   }
-  if (r.rank == 0) {
-    plan.params = names;
-    if (llvm::is_contained(parts, true))
-      plan.paramPartitioned = parts;
-    plan.paramTypes = types;
-    plan.paramTargets = targets;
-    plan.paramLayouts = layouts;
-  } else if (plan.params != names) {
-    return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than rank 0");
-  }
+  int64_t stage = r.coords.count("pp") ? r.coords.at("pp") : 0;
+  auto [it, first] = byStage.try_emplace(stage, std::move(rec));
+  if (!first && it->second.names != names)
+    return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than the first rank of its stage");
   return llvm::Error::success();
+}
+
+/// The parameters of every stage, in stage order, into the plan.
+static void planParameters(const std::map<int64_t, ParamRecord> &byStage, bool pipeline, Plan &plan) {
+  for (const auto &[stage, rec] : byStage) {
+    plan.params.insert(plan.params.end(), rec.names.begin(), rec.names.end());
+    plan.paramPartitioned.insert(plan.paramPartitioned.end(), rec.parts.begin(), rec.parts.end());
+    plan.paramTypes.insert(plan.paramTypes.end(), rec.types.begin(), rec.types.end());
+    plan.paramTargets.insert(plan.paramTargets.end(), rec.targets.begin(), rec.targets.end());
+    plan.paramLayouts.insert(plan.paramLayouts.end(), rec.layouts.begin(), rec.layouts.end());
+    if (pipeline)
+      plan.paramStages.insert(plan.paramStages.end(), rec.names.size(), stage);
+  }
+  if (!llvm::is_contained(plan.paramPartitioned, true))
+    plan.paramPartitioned.clear();
 }
 
 /// The integer inputs that index an embedding table (a Gather of a weight,
@@ -242,11 +256,21 @@ static std::map<std::string, int64_t> indexRanges(const Graph &g) {
   return ranges;
 }
 
+/// The pipeline's stage assignment, on the forward (with its loss).
+static std::string assignStages() {
+  std::string layers;
+  for (int k : ppLayers)
+    layers += (layers.empty() ? ",layers=" : ",") + std::to_string(k);
+  return "assign-stages{pp=" + std::to_string(pp) + layers + "}";
+}
+
 static llvm::Error compile(llvm::StringRef dir) {
   if (tp < 1 || pp < 1 || dp < 1)
     return fail("--tp, --pp and --dp must be >= 1");
-  if (pp > 1)
-    return notYet("--pp", pp);
+  if (!ppLayers.empty() && static_cast<int>(ppLayers.size()) != pp)
+    return fail("--pp-layers gives " + llvm::Twine(ppLayers.size()) + " stage(s), --pp is " + llvm::Twine(pp));
+  if (pp > 1 && emitGradients && !train)
+    return fail("--emit-gradients returns every gradient from one program; with --pp use --train");
   if (dp > 1 && !train)
     return fail("--dp " + llvm::Twine(dp) + " needs --train (data parallelism replicates a training program)");
   if (zero < 0 || zero > 3)
@@ -307,13 +331,17 @@ static llvm::Error compile(llvm::StringRef dir) {
       return fail(llvm::toString(std::move(err)));
     pm = PassManager();
     pm.verifyEach = true;
-    pipeline = "add-loss,autodiff,remove-identity,cse,dce";
+    pipeline = "add-loss," + (pp > 1 ? assignStages() + "," : "") + "autodiff,remove-identity,cse,dce";
   } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
     pipeline += ",classify-parameters";
   }
+  if (!differentiate && pp > 1)
+    pipeline += "," + assignStages();
   // The one mesh, made here from the flags (dp major, as the plan lays out
   // ranks): annotate-megatron sizes tp in it, the sharding passes work on tp
   // by name, and localize takes each rank's coordinates on every axis.
+  if (pp > 1) // outermost, as Megatron lays out ranks: a stage's ranks are neighbours
+    g.mesh.axes.push_back(MeshAxis{"pp", pp});
   if (dp > 1)
     g.mesh.axes.push_back(MeshAxis{"dp", dp});
   g.mesh.axes.push_back(MeshAxis{"tp", tp});
@@ -396,26 +424,52 @@ static llvm::Error compile(llvm::StringRef dir) {
   // The forward program; with --train the backward (joined to it by the
   // saved activations) and the optimizer's grad_norm and step programs
   // (--emit-gradients: one program returning the loss and the gradients).
-  auto split = splitPrograms(g, /*separateBackward=*/train);
-  if (!split)
-    return split.takeError();
-  std::vector<NamedProgram> &programs = split->programs;
+  // Under a pipeline, each stage's graph first (values crossing stages are
+  // the edges the runtime sends), then its programs.
+  std::vector<ProgramSplit> stageSplits;
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
+  std::set<std::string> edgeValues;
+  if (pp > 1) {
+    auto pipe = splitPipeline(g, pp);
+    if (!pipe)
+      return pipe.takeError();
+    for (const PipelineEdge &e : pipe->edges) {
+      plan.pipelineEdges.push_back({e.value, e.from, e.to});
+      edgeValues.insert(e.value);
+    }
+    for (auto &stageGraph : pipe->stages) {
+      auto split = splitPrograms(*stageGraph, /*separateBackward=*/train);
+      if (!split)
+        return split.takeError();
+      stageSplits.push_back(std::move(*split));
+    }
+  } else {
+    auto split = splitPrograms(g, /*separateBackward=*/train);
+    if (!split)
+      return split.takeError();
+    stageSplits.push_back(std::move(*split));
+  }
   plan.optimizer = adamw;
   plan.vocab = vocab;
   plan.zero = dp > 1 ? zero : 0;
   plan.inputs = replicaInputs;
-  for (const Value *out : programs.front().graph->outputs()) // the saved activations are the backward's
-    if (std::find(split->saved.begin(), split->saved.end(), out->name()) == split->saved.end())
+  for (const ProgramSplit &split : stageSplits)
+    for (const std::string &v : split.saved)
+      if (!llvm::is_contained(plan.saved, v))
+        plan.saved.push_back(v);
+  // The outputs: the last stage's forward's, less what it keeps for its
+  // backward and what it sends.
+  for (const Value *out : stageSplits.back().programs.front().graph->outputs())
+    if (!llvm::is_contained(plan.saved, out->name()) && !edgeValues.count(out->name()))
       plan.outputs.push_back({out->name(), out->type()});
-  plan.saved = split->saved;
   if (train) {
     plan.schedule = "gradient-accumulation";
     plan.scheduleOrder = {"forward", optimizer_io::kBackward, optimizer_io::kGradNorm, optimizer_io::kStep};
-    for (const NamedProgram &p : programs)
-      if (std::find(plan.scheduleOrder.begin(), plan.scheduleOrder.end(), p.name) == plan.scheduleOrder.end())
-        return fail("no schedule runs program '" + p.name + "'");
+    for (const ProgramSplit &split : stageSplits)
+      for (const NamedProgram &p : split.programs)
+        if (std::find(plan.scheduleOrder.begin(), plan.scheduleOrder.end(), p.name) == plan.scheduleOrder.end())
+          return fail("no schedule runs program '" + p.name + "'");
   }
   plan.coverage = g.coverage;
   plan.indexRanges = ranges;
@@ -447,8 +501,12 @@ static llvm::Error compile(llvm::StringRef dir) {
     if (rows && rows->sharding() && !rows->sharding()->dims.empty())
       usedAxes.insert(rows->sharding()->dims[0].begin(), rows->sharding()->dims[0].end());
   }
+  if (pp > 1) // each stage has programs of its own
+    usedAxes.insert("pp");
   std::map<std::string, const RankPlan *> written;
+  std::map<int64_t, ParamRecord> params;
   for (RankPlan &r : plan.ranks) {
+    const std::vector<NamedProgram> &programs = stageSplits[pp > 1 ? r.coords.at("pp") : 0].programs;
     std::string key;
     for (const MeshAxis &a : g.mesh.axes)
       if (usedAxes.count(a.name) && g.mesh.numDevices() > 1)
@@ -489,7 +547,7 @@ static llvm::Error compile(llvm::StringRef dir) {
         eo.weightsByReference = !materializeWeights;
       }
       if (program.name == optimizer_io::kBackward)
-        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, plan))
+        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, edgeValues, params))
           return err;
       r.programs[program.name] = rel;
       plan.programIO[rel] = ProgramIO{specsOf(local->inputs()), specsOf(local->outputs())};
@@ -506,6 +564,7 @@ static llvm::Error compile(llvm::StringRef dir) {
         return err;
     written[key] = &r;
   }
+  planParameters(params, pp > 1, plan);
   if (!materializeWeights) { // the model's files the programs refer to, as they are now
     std::set<std::string> files;
     for (const Node *n : g.nodes())

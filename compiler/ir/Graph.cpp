@@ -176,6 +176,14 @@ std::vector<Node *> Graph::nodes() const {
   return out;
 }
 
+std::vector<Node *> Graph::nodesCreatedSince(size_t mark) const {
+  std::vector<Node *> out;
+  for (size_t i = mark; i < nodes_.size(); ++i)
+    if (!nodes_[i]->erased_)
+      out.push_back(nodes_[i].get());
+  return out;
+}
+
 size_t Graph::numNodes() const {
   size_t n = 0;
   for (const auto &node : nodes_)

@@ -72,6 +72,10 @@ private:
 /// add-optimizer set it, split-programs reads it). IR only: the ONNX export
 /// leaves it out.
 inline constexpr const char *kProgramAttr = "program";
+/// The node attribute naming the pipeline stage a node runs on (assign-stages
+/// sets it on the forward, autodiff carries it to each node's backward,
+/// split-pipeline reads it). IR only, like kProgramAttr.
+inline constexpr const char *kStageAttr = "stage";
 
 class Node {
 public:
@@ -164,6 +168,11 @@ public:
 
   /// Live nodes in program order.
   std::vector<Node *> nodes() const;
+  /// A mark for nodesCreatedSince: how many nodes were created (valid until
+  /// the next sort, which drops erased ones).
+  size_t creationMark() const { return nodes_.size(); }
+  /// The live nodes created after `mark` (creationMark), in creation order.
+  std::vector<Node *> nodesCreatedSince(size_t mark) const;
   size_t numNodes() const;
   /// Drops erased nodes and orders the rest so producers precede consumers,
   /// keeping the order the nodes have where it allows. A node created since

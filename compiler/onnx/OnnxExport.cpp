@@ -314,7 +314,7 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     for (const Value *out : n->outputs())
       np.add_output(out->name());
     for (const auto &[name, attr] : n->attrs())
-      if (name != kProgramAttr)
+      if (name != kProgramAttr && name != kStageAttr)
         exportAttribute(*np.add_attribute(), name, attr);
   }
   if (dataOut) {

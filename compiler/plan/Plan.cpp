@@ -170,7 +170,14 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
       o[axis] = layout;
     layouts.push_back(std::move(o));
   }
+  llvm::json::Array stagesOfParams, edges;
+  for (int64_t st : p.paramStages)
+    stagesOfParams.push_back(st);
+  for (const Plan::Edge &e : p.pipelineEdges)
+    edges.push_back(llvm::json::Object{{"value", e.value}, {"from", e.from}, {"to", e.to}});
   llvm::json::Object root{{"format", kPlanFormatName},
+                          {"param_stages", std::move(stagesOfParams)},
+                          {"pipeline_edges", std::move(edges)},
                           {"program_io", std::move(io)},
                           {"schedule", llvm::json::Object{{"kind", p.schedule}, {"order", std::move(order)},
                                                           {"saved", std::move(saved)}}},
@@ -334,6 +341,26 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     for (const TensorSpec &t : typeSpecs)
       p.paramTypes.push_back(t.type);
   }
+  if (const auto *st = root->getArray("param_stages")) {
+    for (const llvm::json::Value &v : *st) {
+      auto k = v.getAsInteger();
+      if (!k || *k < 0)
+        return bad("param_stages holds something other than a stage number");
+      p.paramStages.push_back(*k);
+    }
+    if (!p.paramStages.empty() && p.paramStages.size() != p.params.size())
+      return bad("param_stages does not match params");
+  }
+  if (const auto *edges = root->getArray("pipeline_edges"))
+    for (const llvm::json::Value &v : *edges) {
+      const auto *o = v.getAsObject();
+      auto value = o ? o->getString("value") : llvm::None;
+      auto from = o ? o->getInteger("from") : llvm::None;
+      auto to = o ? o->getInteger("to") : llvm::None;
+      if (!value || !from || !to || *from < 0 || *to < 0)
+        return bad("bad pipeline_edges entry (value, from, to)");
+      p.pipelineEdges.push_back({value->str(), *from, *to});
+    }
   if (const auto *parts = root->getArray("param_partitioned")) {
     for (const llvm::json::Value &v : *parts) {
       auto b = v.getAsBoolean();

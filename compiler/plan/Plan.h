@@ -95,6 +95,9 @@ struct Plan {
   /// flat buffer (launch gathers the parts over dp to write the shard).
   /// Empty: none does.
   std::vector<bool> paramPartitioned;
+  /// Per param: the pipeline stage whose ranks hold it. Empty: no pipeline
+  /// (every rank holds a shard of every parameter).
+  std::vector<int64_t> paramStages;
   /// Per param: its layout on every mesh axis ("R", "S(d)"), axis -> layout.
   std::vector<std::map<std::string, std::string>> paramLayouts;
   /// Per param: where `partita merge` writes it (at least one target).
@@ -121,7 +124,20 @@ struct Plan {
   /// (compile's default rule, then --freeze / --trainable).
   std::vector<InitializerClass> initializers;
 
+  /// Pipeline plans: the values one stage's programs send to another's
+  /// (plan.json `pipeline_edges`); edge i is sent with message tag i.
+  struct Edge {
+    std::string value;
+    int64_t from = 0, to = 0; // stages
+  };
+  std::vector<Edge> pipelineEdges;
+
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
+  /// The number of pipeline stages (the mesh's pp axis; 1 without one).
+  int64_t stages() const {
+    const MeshAxis *a = mesh.find("pp");
+    return a ? a->size : 1;
+  }
 };
 
 /// Ranks laid out row-major over the mesh axes; groups per axis.

@@ -1,0 +1,292 @@
+//===- AssignStages.cpp - cut the forward into cost-balanced pipeline stages ---===//
+//
+// assign-stages{pp=P} runs on the forward graph (with its loss, before
+// autodiff) and tags every node with the pipeline stage it runs on
+// (kStageAttr). Stages are cut between transformer layers only: a layer is
+// the run of nodes under one numbered module path, as torch.onnx names them
+// ("/h.3/...", "/model/layers.3/...", "/encoder/layer.3/..."; a node without a
+// name is known by its weights' names, "h.3.attn.c_attn.weight"). Between two
+// layers the cut goes where the fewest values cross. What comes before the
+// first layer (the embedding) stays on the first stage, what comes after the
+// last (the final norm, the LM head, the loss) on the last. A model without
+// numbered layers is cut wherever the fewest values cross.
+//
+// The boundaries minimise the slowest stage's cost (dynamic programming over
+// the layer boundaries); a node's cost is its multiply-adds (2·M·N·K for a
+// product) or, for the rest, the elements it writes. layers=a,b,... (one
+// count per stage, summing to the layer count) sets the boundaries instead.
+//
+// Nodes that read only graph inputs and constants (position ids, masks) get no
+// stage: every stage that reads them computes its own (split-pipeline). Each
+// stage's layers and cost are added to the graph's coverage (plan.json).
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace partita {
+
+namespace {
+
+bool isLeaf(const Node &n) { return n.is("Constant") || n.is("Weight"); }
+
+/// The module path up to its first numbered part: "/h.3" for "/h.3/attn/MatMul",
+/// "h.3" for "h.3.attn.c_attn.weight"; "" when the name has none. A number
+/// counts only after a '.' (PyTorch's ModuleList index), not after '_' (an op
+/// counter, "/Add_1").
+std::string layerKey(llvm::StringRef name) {
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] != '.' || !llvm::isDigit(name[i + 1]))
+      continue;
+    size_t end = i + 1;
+    while (end < name.size() && llvm::isDigit(name[end]))
+      ++end;
+    if (end == name.size() || name[end] == '.' || name[end] == '/')
+      return name.take_front(end).str();
+  }
+  return "";
+}
+
+/// The layer a node belongs to: from its name, else from a weight it reads.
+std::string layerOf(const Node &n) {
+  std::string key = layerKey(n.name());
+  for (size_t i = 0; i < n.numInputs() && key.empty(); ++i)
+    if (const Value *in = n.input(i); in && in->definingNode() && in->definingNode()->is("Weight"))
+      key = layerKey(in->definingNode()->stringAttr("name", ""));
+  return key;
+}
+
+/// Multiply-adds of a product (2·M·N·K), else the elements written.
+double costOf(const Node &n) {
+  double out = 0;
+  for (const Value *v : n.outputs())
+    out += static_cast<double>(v->type().numel());
+  const Value *a = n.input(0);
+  if (!a || a->type().rank() == 0)
+    return out;
+  const Shape &s = a->type().shape;
+  if (n.is("MatMul") || n.is("Linear", "partita"))
+    return 2 * out * static_cast<double>(s.back());
+  if (n.is("Gemm") && s.size() == 2)
+    return 2 * out * static_cast<double>(n.intAttr("transA", 0) ? s[0] : s[1]);
+  return out;
+}
+
+class AssignStages : public Pass {
+public:
+  llvm::StringRef name() const override { return "assign-stages"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key == "pp") {
+      if (value.getAsInteger(10, pp_) || pp_ < 1)
+        return passError(name(), "option pp expects an integer >= 1, got '" + value + "'");
+      return llvm::Error::success();
+    }
+    if (key == "layers") { // 3,4,4,3
+      llvm::SmallVector<llvm::StringRef> items;
+      value.split(items, ',', -1, false);
+      for (llvm::StringRef item : items) {
+        int64_t k = 0;
+        if (item.trim().getAsInteger(10, k) || k < 1)
+          return passError(name(), "option layers expects counts >= 1 (3,4,4,3), got '" + value + "'");
+        layers_.push_back(k);
+      }
+      return llvm::Error::success();
+    }
+    return Pass::setOption(key, value);
+  }
+
+  llvm::Error run(Graph &g) override {
+    if (pp_ == 1 && layers_.empty())
+      return llvm::Error::success();
+    if (!layers_.empty() && static_cast<int64_t>(layers_.size()) != pp_)
+      return passError(name(), "layers gives " + llvm::Twine(layers_.size()) + " stage(s), pp is " +
+                                   llvm::Twine(pp_));
+    // The nodes that get a stage, in program order; input-only ones get none.
+    llvm::DenseSet<const Value *> inputOnly;
+    std::vector<Node *> order;
+    for (Node *n : g.nodes()) {
+      if (n->is("Constant"))
+        inputOnly.insert(n->output());
+      if (isLeaf(*n))
+        continue;
+      bool fromInputs = llvm::all_of(n->inputs(), [&](const Value *in) {
+        return !in || g.isGraphInput(in) || inputOnly.count(in);
+      });
+      if (fromInputs) {
+        inputOnly.insert(n->outputs().begin(), n->outputs().end());
+        n->removeAttr(kStageAttr);
+        continue;
+      }
+      order.push_back(n);
+    }
+    const int64_t count = static_cast<int64_t>(order.size());
+    if (count == 0)
+      return passError(name(), "the graph has no node to place on a stage");
+    llvm::DenseMap<const Node *, int64_t> pos;
+    for (int64_t i = 0; i < count; ++i)
+      pos[order[i]] = i;
+    // crossing[k]: values made before position k and read at k or later (a
+    // graph output is read at the end: it leaves from the last stage).
+    std::vector<int64_t> crossing(count + 1, 0);
+    for (int64_t i = 0; i < count; ++i)
+      for (const Value *out : order[i]->outputs()) {
+        int64_t last = g.isGraphOutput(out) ? count - 1 : i;
+        for (const Node *u : out->users())
+          if (auto it = pos.find(u); it != pos.end())
+            last = std::max(last, it->second);
+        if (last > i) {
+          crossing[i + 1] += 1;
+          crossing[last + 1] -= 1;
+        }
+      }
+    for (int64_t k = 1; k <= count; ++k)
+      crossing[k] += crossing[k - 1];
+    std::vector<double> prefix(count + 1, 0); // cost of positions [0, k)
+    for (int64_t i = 0; i < count; ++i)
+      prefix[i + 1] = prefix[i] + costOf(*order[i]);
+
+    // Layers, and one candidate cut per boundary between two of them.
+    std::vector<std::string> keys;
+    std::map<std::string, std::pair<int64_t, int64_t>> span; // first, last position
+    for (int64_t i = 0; i < count; ++i) {
+      std::string key = layerOf(*order[i]);
+      if (key.empty())
+        continue;
+      auto [it, added] = span.try_emplace(key, i, i);
+      if (added)
+        keys.push_back(key);
+      it->second.second = i;
+    }
+    std::vector<int64_t> cuts; // candidate positions, increasing
+    std::vector<std::string> boundaryNames;
+    auto bestIn = [&](int64_t from, int64_t to) { // fewest crossing in (from, to]
+      int64_t best = to;
+      for (int64_t k = to; k > from; --k)
+        if (crossing[k] < crossing[best])
+          best = k;
+      return best;
+    };
+    if (!keys.empty()) {
+      for (size_t j = 0; j + 1 < keys.size(); ++j) {
+        auto [firstA, lastA] = span[keys[j]];
+        auto [firstB, lastB] = span[keys[j + 1]];
+        (void)firstA, (void)lastB;
+        if (lastA >= firstB)
+          return passError(name(), "layers '" + keys[j] + "' and '" + keys[j + 1] +
+                                       "' interleave in the program order: no stage boundary between them");
+        cuts.push_back(bestIn(lastA, firstB));
+      }
+    } else {
+      if (!layers_.empty())
+        return passError(name(), "layers=... counts transformer layers, but no node is named after a numbered "
+                                 "module (\"/h.0/...\", \"layers.0\"): give pp alone");
+      int64_t fewest = std::numeric_limits<int64_t>::max();
+      for (int64_t k = 1; k < count; ++k)
+        fewest = std::min(fewest, crossing[k]);
+      for (int64_t k = 1; k < count; ++k)
+        if (crossing[k] == fewest)
+          cuts.push_back(k);
+    }
+    int64_t pieces = static_cast<int64_t>(cuts.size()) + 1;
+    if (pp_ > pieces)
+      return passError(name(), "pp " + llvm::Twine(pp_) + " is larger than the number of " +
+                                   (keys.empty() ? "places to cut the graph" : "layers") + " (" +
+                                   llvm::Twine(keys.empty() ? pieces - 1 : pieces) + ")");
+    std::vector<int64_t> chosen; // indices into cuts
+    if (!layers_.empty()) {
+      int64_t sum = 0;
+      for (int64_t k : layers_)
+        sum += k;
+      if (sum != pieces)
+        return passError(name(), "layers sums to " + llvm::Twine(sum) + ", the model has " + llvm::Twine(pieces) +
+                                     " layers");
+      for (size_t s = 0, at = 0; s + 1 < layers_.size(); ++s)
+        chosen.push_back(static_cast<int64_t>(at += layers_[s]) - 1);
+    } else {
+      chosen = balance(cuts, prefix, count);
+    }
+    // Stage per position, and the report.
+    std::vector<int64_t> bounds{0};
+    for (int64_t c : chosen)
+      bounds.push_back(cuts[c]);
+    bounds.push_back(count);
+    for (int64_t s = 0; s < pp_; ++s)
+      for (int64_t i = bounds[s]; i < bounds[s + 1]; ++i)
+        order[i]->setAttr(kStageAttr, Attribute::ofInt(s));
+    g.coverage.push_back("pipeline: " + std::to_string(pp_) + " stages over " + std::to_string(pieces) +
+                         (keys.empty() ? " pieces (no numbered layers: cut where the fewest values cross)"
+                                       : " layers") +
+                         (layers_.empty() ? ", balanced by cost" : ", as layers= gives"));
+    for (int64_t s = 0; s < pp_; ++s) {
+      int64_t firstPiece = s == 0 ? 0 : chosen[s - 1] + 1;
+      int64_t lastPiece = s + 1 == pp_ ? pieces - 1 : chosen[s];
+      std::string what = keys.empty() ? "pieces " + std::to_string(firstPiece) + "-" + std::to_string(lastPiece)
+                                      : std::to_string(lastPiece - firstPiece + 1) + " layer(s) " +
+                                            keys[firstPiece] + " .. " + keys[lastPiece];
+      char cost[32];
+      std::snprintf(cost, sizeof cost, "%.3g", (prefix[bounds[s + 1]] - prefix[bounds[s]]) / 1e9);
+      std::string line = "pipeline stage " + std::to_string(s) + ": " + what + ", " + cost + " GFLOP";
+      if (s + 1 < pp_)
+        line += ", cut before node " + order[bounds[s + 1]]->describe() + " (" +
+                std::to_string(crossing[bounds[s + 1]]) + " value(s) cross)";
+      g.coverage.push_back(line);
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  /// pp - 1 of the candidate cuts minimising the largest stage cost.
+  std::vector<int64_t> balance(const std::vector<int64_t> &cuts, const std::vector<double> &prefix,
+                               int64_t count) const {
+    // Stage boundaries: position 0, candidate cuts, position count.
+    std::vector<int64_t> at{0};
+    at.insert(at.end(), cuts.begin(), cuts.end());
+    at.push_back(count);
+    const size_t n = at.size();
+    const double inf = std::numeric_limits<double>::infinity();
+    // best[s][j]: the slowest of stages 0..s when stage s ends at at[j].
+    std::vector<std::vector<double>> best(pp_, std::vector<double>(n, inf));
+    std::vector<std::vector<size_t>> from(pp_, std::vector<size_t>(n, 0));
+    for (size_t j = 1; j < n; ++j)
+      best[0][j] = prefix[at[j]];
+    for (int64_t s = 1; s < pp_; ++s)
+      for (size_t j = 1; j < n; ++j)
+        for (size_t i = 1; i < j; ++i) {
+          double worst = std::max(best[s - 1][i], prefix[at[j]] - prefix[at[i]]);
+          if (worst < best[s][j]) {
+            best[s][j] = worst;
+            from[s][j] = i;
+          }
+        }
+    std::vector<int64_t> chosen(pp_ - 1);
+    size_t j = n - 1;
+    for (int64_t s = pp_ - 1; s > 0; --s) {
+      j = from[s][j];
+      chosen[s - 1] = static_cast<int64_t>(j) - 1; // at[j] is cuts[j - 1]
+    }
+    return chosen;
+  }
+
+  int64_t pp_ = 1;
+  std::vector<int64_t> layers_;
+};
+
+} // namespace
+
+PassInfo assignStagesPass() {
+  return {"assign-stages", "Place every forward node on a pipeline stage, cut between layers, balanced by cost",
+          "On the forward graph (before autodiff): sets the `stage` attribute of every node that reads a weight "
+          "or another such node; cuts only between numbered layers (\"/h.3/...\"), where the fewest values "
+          "cross, choosing the boundaries that minimise the slowest stage's cost (multiply-adds); the embedding "
+          "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
+          "no stage. Adds a line per stage to the coverage report.",
+          "pp=int (1): the number of stages; layers=int,int,... : layers per stage instead of the balance",
+          [] { return std::make_unique<AssignStages>(); }};
+}
+
+} // namespace partita

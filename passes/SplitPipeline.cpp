@@ -1,0 +1,188 @@
+//===- SplitPipeline.cpp --------------------------------------------------===//
+#include "passes/SplitPipeline.h"
+#include "passes/AddOptimizer.h"
+#include "passes/SplitPrograms.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include <algorithm>
+#include <set>
+
+namespace partita {
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "split-pipeline: " + msg);
+}
+
+bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight")); }
+
+constexpr int64_t kReplicated = -1; // computed from inputs alone: on every stage that reads it
+
+/// The stage of every node but weights and constants (kReplicated for the
+/// input-only ones), by the rule in the header.
+llvm::Expected<llvm::DenseMap<const Node *, int64_t>> stagesOf(const Graph &g, int64_t stages) {
+  llvm::DenseMap<const Node *, int64_t> stage;
+  llvm::DenseSet<const Value *> inputOnly;
+  std::vector<const Node *> open; // no stage from their operands
+  for (const Node *n : g.nodes()) {
+    if (n->is("Constant"))
+      inputOnly.insert(n->output());
+    if (isLeaf(n))
+      continue;
+    if (n->hasAttr(kStageAttr)) {
+      stage[n] = n->intAttr(kStageAttr, 0);
+      continue;
+    }
+    int64_t s = kReplicated;
+    bool fromInputs = true;
+    for (const Value *in : n->inputs()) {
+      if (!in || g.isGraphInput(in) || inputOnly.count(in))
+        continue;
+      fromInputs = false;
+      if (const Node *def = in->definingNode(); def && !isLeaf(def))
+        s = std::max(s, stage.lookup(def));
+    }
+    if (fromInputs) {
+      stage[n] = kReplicated;
+      inputOnly.insert(n->outputs().begin(), n->outputs().end());
+    } else {
+      stage[n] = s;
+      if (s == kReplicated)
+        open.push_back(n);
+    }
+  }
+  // What reads only weights (and inputs): the earliest stage reading it, else
+  // the stage of its weights' other readers.
+  for (auto it = open.rbegin(); it != open.rend(); ++it) {
+    const Node *n = *it;
+    int64_t s = stages;
+    for (const Value *out : n->outputs())
+      for (const Node *u : out->users())
+        if (int64_t t = stage.lookup(u); !isLeaf(u) && t != kReplicated)
+          s = std::min(s, t);
+    for (size_t i = 0; i < n->numInputs() && s == stages; ++i)
+      if (const Value *in = n->input(i); in && in->definingNode() && in->definingNode()->is("Weight"))
+        for (const Node *u : in->users())
+          if (u != n && stage.lookup(u) != kReplicated && !isLeaf(u))
+            s = std::min(s, stage.lookup(u));
+    if (s == stages)
+      return fail("node " + n->describe() + " reads no value of any pipeline stage: cannot place it");
+    stage[n] = s;
+  }
+  for (const auto &[n, s] : stage)
+    if (s >= stages)
+      return fail("node " + n->describe() + " is on stage " + llvm::Twine(s) + " of " + llvm::Twine(stages));
+  return stage;
+}
+
+} // namespace
+
+llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
+  auto staged = stagesOf(g, stages);
+  if (!staged)
+    return staged.takeError();
+  const llvm::DenseMap<const Node *, int64_t> &stage = *staged;
+  std::vector<Node *> nodes = g.nodes();
+  std::set<std::string> trained;
+  for (const Value *o : g.outputs())
+    if (llvm::StringRef(o->name()).startswith("grad."))
+      trained.insert(o->name().substr(5));
+  // A trained weight lives on one stage.
+  for (const Node *n : nodes) {
+    if (!n->is("Weight") || !trained.count(n->output()->name()))
+      continue;
+    std::set<int64_t> readers;
+    for (const Node *u : n->output()->users())
+      if (!isLeaf(u) && stage.lookup(u) != kReplicated)
+        readers.insert(stage.lookup(u));
+    if (readers.size() > 1)
+      return fail("trained weight '" + n->output()->name() + "' is read on stages " +
+                  llvm::join(llvm::map_range(readers, [](int64_t s) { return std::to_string(s); }), " and ") +
+                  " (an embedding tied to the LM head across stages); pipeline parallelism does not share a "
+                  "trained weight between stages yet: compile with --untie-embeddings");
+  }
+  // Forward outputs leave from the last stage (the loss, the logits).
+  llvm::DenseMap<const Node *, std::string> programOf = assignPrograms(g);
+  for (const Value *o : g.outputs()) {
+    const Node *def = o->definingNode();
+    if (!def || isLeaf(def) || programOf.lookup(def) != kForwardProgram)
+      continue;
+    if (int64_t s = stage.lookup(def); s != kReplicated && s != stages - 1)
+      return fail("graph output %" + o->name() + " is computed on stage " + llvm::Twine(s) + " of " +
+                  llvm::Twine(stages) + "; a pipeline's outputs come from its last stage");
+  }
+
+  PipelineSplit out;
+  std::set<std::pair<std::string, int64_t>> received; // (value, stage)
+  for (int64_t s = 0; s < stages; ++s) {
+    // The input-only nodes this stage reads (directly or through others).
+    llvm::DenseSet<const Node *> wanted;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Node *n = *it;
+      if (isLeaf(n) || stage.lookup(n) != kReplicated)
+        continue;
+      for (const Value *o : n->outputs())
+        for (const Node *u : o->users())
+          if (!isLeaf(u) && (stage.lookup(u) == s || (stage.lookup(u) == kReplicated && wanted.count(u))))
+            wanted.insert(n);
+      for (const Value *o : n->outputs())
+        if (g.isGraphOutput(o) && s == stages - 1)
+          wanted.insert(n);
+    }
+    auto here = [&](const Node *n) { return !isLeaf(n) && (stage.lookup(n) == s || wanted.count(n)); };
+    GraphCopier c(g);
+    for (const Value *in : g.inputs())
+      if (llvm::any_of(in->users(), here))
+        c.addInput(in);
+    for (const Node *n : nodes) {
+      if (!here(n))
+        continue;
+      for (const Value *in : n->inputs()) {
+        if (!in || c.copied(in))
+          continue;
+        const Node *def = in->definingNode();
+        if (isLeaf(def)) { // each stage holds the weights and constants it reads
+          c.copyNode(*def, kStageAttr);
+          continue;
+        }
+        int64_t from = stage.lookup(def);
+        c.addInput(in);
+        if (received.insert({in->name(), s}).second)
+          out.edges.push_back({in->name(), from, s});
+      }
+      c.copyNode(*n, kStageAttr);
+    }
+    Graph &sg = c.graph();
+    for (const Value *o : g.outputs()) {
+      const Node *def = o->definingNode();
+      if (!def || isLeaf(def) || !here(def) || (stage.lookup(def) == kReplicated && s != stages - 1))
+        continue;
+      if (o->name() == optimizer_io::stageNorm(s)) { // this stage's norm: its grad_norm program's output
+        Node *id = sg.createNode("Identity", {c.lookup(o)}, {optimizer_io::kNorm});
+        id->output()->type() = o->type();
+        id->setAttr(kProgramAttr, Attribute::ofString(optimizer_io::kGradNorm));
+        sg.outputs().push_back(id->output());
+        continue;
+      }
+      sg.outputs().push_back(c.lookup(o));
+    }
+    out.stages.push_back(c.take());
+  }
+  // What each stage sends: outputs of the stage that makes them.
+  for (const PipelineEdge &e : out.edges) {
+    Graph &from = *out.stages[e.from];
+    Value *v = from.findValue(e.value);
+    if (!v)
+      return fail("value %" + e.value + " is not in stage " + llvm::Twine(e.from) + "'s graph");
+    if (!from.isGraphOutput(v))
+      from.outputs().push_back(v);
+  }
+  for (auto &sg : out.stages)
+    if (auto err = sg->sortTopologically())
+      return fail(llvm::toString(std::move(err)));
+  return out;
+}
+
+} // namespace partita
