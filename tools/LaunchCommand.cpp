@@ -10,6 +10,7 @@
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/io/Npy.h"
+#include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/InputRoles.h"
 #include "runtime/session/Session.h"
 #include "runtime/train/TokenFile.h"
@@ -84,6 +85,9 @@ static Flag<double> lr("lr", cl::desc("AdamW learning rate"), cl::location(opts.
 static Flag<int> seed("seed", cl::desc("Seed of the batch sampler"), cl::location(opts.train.seed), BOTH);
 static Flag<int> microBatches("micro-batches", cl::desc("Micro-batches accumulated per step"),
                               cl::location(opts.train.microBatches), BOTH);
+static Flag<std::string> pipelineSchedule("schedule",
+                                          cl::desc("A pipeline plan's schedule: 1f1b (default) or gpipe"),
+                                          cl::location(opts.train.schedule), BOTH);
 static Flag<std::string> schedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
                                   cl::location(opts.train.lrSchedule.shape), BOTH);
 static Flag<int> warmup("warmup-steps", cl::desc("Linear warmup steps"), cl::location(opts.train.lrSchedule.warmup),
@@ -202,6 +206,8 @@ static llvm::Error checkFlags(bool trainPlan) {
   }
   if (!steps.getNumOccurrences())
     return fail("the plan was compiled with --train: give --steps S (>= 1), --data FILE, --batch B and --seq T");
+  if (rt::PipelineKind kind; !rt::parsePipelineKind(t.schedule, kind))
+    return fail("--schedule " + t.schedule + ": pipeline schedules are 1f1b and gpipe");
   auto atLeastOne = [](const char *flag, int v) -> llvm::Error {
     if (v < 1)
       return fail(llvm::Twine(flag) + " " + llvm::Twine(v) + ": must be >= 1");
@@ -349,6 +355,10 @@ int launchMain(int argc, char **argv) {
     return reportError(tool, std::move(err));
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
+  if (trainPlan && plan->stages() > opts.train.microBatches)
+    llvm::errs() << "partita launch: warning: " << opts.train.microBatches << " micro-batch(es) on "
+                 << plan->stages() << " pipeline stages: most stages wait most of the step (give --micro-batches >= "
+                 << plan->stages() << "; the bubble is (p-1)/(m+p-1))\n";
   auto tensors = readInputFiles(opts.inputs);
   if (!tensors)
     return reportError(tool, tensors.takeError());

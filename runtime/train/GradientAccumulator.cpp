@@ -5,7 +5,7 @@
 
 namespace partita::rt {
 
-GradientAccumulator::GradientAccumulator(Program &loss, Program &gradients, std::vector<std::string> gradOutputs,
+GradientAccumulator::GradientAccumulator(Program *loss, Program &gradients, std::vector<std::string> gradOutputs,
                                          std::vector<int64_t> numel, int64_t microBatches)
     : lossProgram_(loss), program_(gradients), names_(std::move(gradOutputs)), numel_(std::move(numel)),
       micro_(std::max<int64_t>(1, microBatches)) {
@@ -26,11 +26,11 @@ GradientAccumulator::GradientAccumulator(Program &loss, Program &gradients, std:
     sums_[i].resize(static_cast<size_t>(numel_[i]));
     sumsCharge_.resize(sumsCharge_.bytes() + sums_[i].size() * sizeof(float));
   }
-  lossDeferred_ = lossProgram_.reducedAsync(lossProgram_.outputNames()[0]);
+  lossDeferred_ = lossProgram_ && lossProgram_->reducedAsync(lossProgram_->outputNames()[0]);
 }
 
 llvm::Expected<std::unique_ptr<GradientAccumulator>>
-GradientAccumulator::create(Program &loss, Program &program, std::vector<std::string> gradOutputs,
+GradientAccumulator::create(Program *loss, Program &program, std::vector<std::string> gradOutputs,
                             std::vector<int64_t> numel, int64_t microBatches) {
   std::unique_ptr<GradientAccumulator> a(
       new GradientAccumulator(loss, program, std::move(gradOutputs), std::move(numel), microBatches));
@@ -41,17 +41,19 @@ GradientAccumulator::create(Program &loss, Program &program, std::vector<std::st
       if (auto err = program.setReductionAddend(a->names_[i], a->sums_[i].data()))
         return std::move(err);
   if (a->lossDeferred_)
-    if (auto err = loss.setReductionAddend(loss.outputNames()[0], &a->lossPartial_))
+    if (auto err = loss->setReductionAddend(loss->outputNames()[0], &a->lossPartial_))
       return std::move(err);
   return std::move(a);
 }
 
-void GradientAccumulator::beforeRun(int64_t micro) {
+void GradientAccumulator::beforeForward(int64_t micro) {
   if (micro == 0)
     lossSum_ = 0;
-  program_.setDeferReductions(micro + 1 < micro_);
-  lossProgram_.setDeferReductions(micro + 1 < micro_);
+  if (lossProgram_)
+    lossProgram_->setDeferReductions(micro + 1 < micro_);
 }
+
+void GradientAccumulator::beforeBackward(int64_t micro) { program_.setDeferReductions(micro + 1 < micro_); }
 
 void GradientAccumulator::afterLoss(int64_t micro, const std::vector<TensorView> &outputs) {
   bool last = micro + 1 == micro_;

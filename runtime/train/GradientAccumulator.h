@@ -27,15 +27,18 @@ class GradientAccumulator {
 public:
   /// `gradOutputs[i]` names `gradients`' output of parameter i's gradient
   /// (f32, `numel[i]` elements); `loss`'s output 0 is the loss (the same
-  /// program when one computes both). The programs' deferred reductions get
-  /// their addends (the sums kept here) once.
-  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Program &loss, Program &gradients,
+  /// program when one computes both; null on a pipeline stage before the
+  /// last, which has none). The programs' deferred reductions get their
+  /// addends (the sums kept here) once.
+  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Program *loss, Program &gradients,
                                                                      std::vector<std::string> gradOutputs,
                                                                      std::vector<int64_t> numel, int64_t microBatches);
 
-  /// Sets the programs up for micro-batch `micro` (0-based) of a step: the
-  /// last one reduces, the others defer.
-  void beforeRun(int64_t micro);
+  /// Set the loss program, or the gradient program, up for micro-batch
+  /// `micro` (0-based) of a step: the last one reduces, the others defer. (A
+  /// pipeline schedule runs other micro-batches' forwards in between.)
+  void beforeForward(int64_t micro);
+  void beforeBackward(int64_t micro);
   /// Takes micro-batch `micro`'s loss program outputs (the loss: output 0).
   void afterLoss(int64_t micro, const std::vector<TensorView> &outputs);
   /// That the gradient program's outputs have the sizes given at create()
@@ -51,10 +54,11 @@ public:
   double lossSum() const { return lossSum_; }
 
 private:
-  GradientAccumulator(Program &loss, Program &gradients, std::vector<std::string> gradOutputs,
+  GradientAccumulator(Program *loss, Program &gradients, std::vector<std::string> gradOutputs,
                       std::vector<int64_t> numel, int64_t microBatches);
 
-  Program &lossProgram_, &program_;
+  Program *lossProgram_;
+  Program &program_;
   std::vector<std::string> names_;
   std::vector<int64_t> numel_;
   int64_t micro_;

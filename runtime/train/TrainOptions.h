@@ -20,6 +20,7 @@ struct TrainOptions {
   double clipNorm = 0;             // 0: no clipping
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
   bool memory = false; // each rank prints its MemoryLedger after training
+  std::string schedule = "1f1b"; // a pipeline plan's: gpipe or 1f1b
 };
 
 } // namespace partita::rt

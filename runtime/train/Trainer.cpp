@@ -8,9 +8,19 @@
 // overlap its backward, once per step), then the grad_norm program for
 // clipping and the step program, which scales the sums to the clipped mean
 // and updates the forward program's weights in place.
+//
+// On a pipeline stage (a plan with a pp axis) the schedule is GPipe's or
+// 1F1B's (PipelineSchedule.h): a forward receives the activations of the
+// stage before and sends its own on (StageLinks.h), a backward the
+// gradients the other way; each micro-batch in flight keeps its own inputs
+// and saved activations until its backward. Only the last stage has the
+// loss (broadcast over pp for rank 0's log); each stage updates its own
+// parameters, clipped by the norm over all stages.
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Trainer.h"
+#include "runtime/pipeline/StageLinks.h"
 #include "runtime/schedule/AccumulationSchedule.h"
+#include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/InputRoles.h"
 #include "runtime/train/AdamWState.h"
 #include "runtime/train/BatchSampler.h"
@@ -25,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 namespace partita::rt {
@@ -41,10 +52,9 @@ struct ForwardFeeds {
   llvm::StringMap<Tensor> constants;
 };
 
-llvm::Expected<ForwardFeeds> forwardFeeds(const Program &fwd, const TrainOptions &o) {
-  std::vector<TensorSpec> specs;
-  for (const auto &in : fwd.inputs())
-    specs.push_back({in.name, in.type});
+/// `specs`: the forward program's inputs, or under a pipeline the model's
+/// (each stage reads some of them).
+llvm::Expected<ForwardFeeds> forwardFeeds(const std::vector<TensorSpec> &specs, const TrainOptions &o) {
   auto roles = trainingInputRoles(specs, o.idsInput, o.batch, o.seq);
   if (!roles)
     return roles.takeError();
@@ -66,8 +76,16 @@ public:
   TrainingRun(Session &session, const TrainOptions &o, Program &fwd, Program &bwd, Program &stepProgram,
               Program &gradNorm, TokenFile tokens)
       : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), bwd_(bwd), stepProgram_(stepProgram),
-        gradNorm_(gradNorm), tokens_(std::move(tokens)),
-        schedule_(o.microBatches), profile_(o.profile), dpSize_(session.axisSize("dp")) {}
+        gradNorm_(gradNorm), tokens_(std::move(tokens)), microBatches_(std::max(1, o.microBatches)),
+        profile_(o.profile), dpSize_(session.axisSize("dp")), stages_(session.axisSize("pp")),
+        stage_(session.coordinate("pp")) {
+    PipelineKind kind = PipelineKind::OneFOneB;
+    parsePipelineKind(o.schedule, kind); // checked by launch
+    if (stages_ > 1)
+      schedule_ = std::make_unique<PipelineSchedule>(kind, stages_, stage_, microBatches_);
+    else
+      schedule_ = std::make_unique<AccumulationSchedule>(microBatches_);
+  }
   llvm::Error prepare(llvm::StringRef outDir);
   llvm::Error trainAll(llvm::StringRef outDir);
   llvm::Error run(const Action &action) override;
@@ -84,9 +102,16 @@ private:
   const TrainOptions &o_;
   Program &fwd_, &bwd_, &stepProgram_, &gradNorm_;
   TokenFile tokens_;
-  AccumulationSchedule schedule_;
+  int64_t microBatches_;
+  std::unique_ptr<Schedule> schedule_;
   StepProfile profile_;
-  int64_t dpSize_;
+  int64_t dpSize_, stages_, stage_;
+  bool lastStage() const { return stage_ + 1 == stages_; }
+  /// The parameters this rank updates (its stage's), and their shard types.
+  std::vector<std::string> paramNames_;
+  std::vector<TensorType> paramTypes_;
+  std::vector<bool> paramPartitioned_;
+  std::optional<StageLinks> links_; // under a pipeline
   std::optional<BatchSampler> sampler_;
   ForwardFeeds feeds_;
   std::vector<const TensorView *> params_;
@@ -101,12 +126,18 @@ private:
     const TensorView *weight = nullptr;
   };
   std::vector<BackwardInput> bwdInputs_;
-  /// The micro-batch whose forward ran last: its feeds and outputs (valid
-  /// until the forward's next run), which its backward reads.
-  int64_t forwardMicro_ = -1;
-  Tensor ids_, labels_;
-  llvm::StringMap<TensorView> forwardFeeds_;
-  std::vector<TensorView> forwardOutputs_;
+  /// A micro-batch whose forward ran and whose backward has not: its feeds
+  /// (what it received too) and the forward's outputs, which its backward
+  /// reads. Alone in flight (no pipeline), the outputs are the forward
+  /// program's buffers; under a pipeline, copies.
+  struct InFlight {
+    Tensor ids, labels;
+    llvm::StringMap<Tensor> received;
+    llvm::StringMap<TensorView> feeds;
+    std::vector<Tensor> copies;
+    std::vector<TensorView> outputs;
+  };
+  std::map<int64_t, InFlight> inFlight_;
   // The step being run (1-based).
   int step_ = 0;
   int64_t microBatchesRun_ = 0; // this step's
@@ -115,16 +146,37 @@ private:
 };
 
 llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
-  auto feeds = forwardFeeds(fwd_, o_);
+  std::vector<TensorSpec> specs;
+  if (stages_ > 1)
+    specs = plan_.inputs;
+  else
+    for (const auto &in : fwd_.inputs())
+      specs.push_back({in.name, in.type});
+  auto feeds = forwardFeeds(specs, o_);
   if (!feeds)
     return feeds.takeError();
   feeds_ = std::move(*feeds);
-  BatchLayout layout{o_.batch, o_.seq, schedule_.microBatches(), dpSize_, session_.coordinate("dp")};
+  if (stages_ > 1) {
+    auto links = StageLinks::create(plan_, stage_, session_.group("pp"), fwd_, &bwd_);
+    if (!links)
+      return links.takeError();
+    links_.emplace(std::move(*links));
+  }
+  for (size_t i = 0; i < plan_.params.size(); ++i) {
+    if (!plan_.paramStages.empty() && plan_.paramStages[i] != stage_)
+      continue;
+    paramNames_.push_back(plan_.params[i]);
+    if (i < plan_.paramTypes.size())
+      paramTypes_.push_back(plan_.paramTypes[i]);
+    if (i < plan_.paramPartitioned.size())
+      paramPartitioned_.push_back(plan_.paramPartitioned[i]);
+  }
+  BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate("dp")};
   auto sampler = BatchSampler::create(tokens_, layout, o_.seed);
   if (!sampler)
     return sampler.takeError();
   sampler_.emplace(*sampler);
-  for (const std::string &name : plan_.params) {
+  for (const std::string &name : paramNames_) {
     const TensorView *p = fwd_.staticTensor(name);
     if (!p)
       return fail("the forward program has no weight '" + name + "'");
@@ -142,21 +194,21 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   if (auto err = bindBackwardInputs())
     return err;
   for (size_t i = 0; i < params_.size(); ++i) {
-    gradOutputs.push_back("grad." + plan_.params[i]);
+    gradOutputs.push_back("grad." + paramNames_[i]);
     if (std::find(outs.begin(), outs.end(), gradOutputs.back()) == outs.end())
-      return fail("the backward program has no gradient output for '" + plan_.params[i] + "'");
+      return fail("the backward program has no gradient output for '" + paramNames_[i] + "'");
     // Shaped as the step reads it (ZeRO-2: the rank's part of the flat gradient).
-    const TensorType *t = stepProgram_.inputType(optimizer_io::gradient(plan_.params[i]));
+    const TensorType *t = stepProgram_.inputType(optimizer_io::gradient(paramNames_[i]));
     if (!t)
-      return fail("the step program has no gradient input for '" + plan_.params[i] + "'");
+      return fail("the step program has no gradient input for '" + paramNames_[i] + "'");
     numel.push_back(t->numel());
   }
-  auto adam = AdamWState::create(stepProgram_, plan_.params, params_, plan_.optimizer);
+  auto adam = AdamWState::create(stepProgram_, paramNames_, params_, plan_.optimizer);
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
-  auto grads =
-      GradientAccumulator::create(fwd_, bwd_, std::move(gradOutputs), std::move(numel), schedule_.microBatches());
+  auto grads = GradientAccumulator::create(lastStage() ? &fwd_ : nullptr, bwd_, std::move(gradOutputs),
+                                          std::move(numel), microBatches_);
   if (!grads)
     return grads.takeError();
   grads_ = std::move(*grads);
@@ -193,9 +245,9 @@ llvm::Error TrainingRun::bindBackwardInputs() {
     if (auto it = std::find(outs.begin(), outs.end(), in.name); it != outs.end())
       b.savedIndex = static_cast<int>(it - outs.begin());
     else if (!(b.weight = fwd_.staticTensor(in.name)) && in.name != feeds_.idsName && in.name != feeds_.labelsName &&
-             !feeds_.constants.count(in.name))
+             !feeds_.constants.count(in.name) && !fwd_.inputType(in.name) && !(links_ && links_->receives(in.name)))
       return fail("the backward program's input '" + in.name +
-                  "' is no forward output, forward weight or input of the micro-batch");
+                  "' is no forward output, forward weight, input of the micro-batch or value another stage sends");
     bwdInputs_.push_back(std::move(b));
   }
   return llvm::Error::success();
@@ -207,34 +259,64 @@ llvm::Error TrainingRun::forward(const Action &action) {
   std::vector<int64_t> ids, labels;
   if (auto err = sampler_->fill(step_, action.microBatch, plan_.vocab, ids, labels))
     return err;
-  ids_ = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids);
-  labels_ = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
-  llvm::StringMap<TensorView> &feeds = forwardFeeds_;
-  feeds.clear();
-  feeds[feeds_.idsName] = viewOf(ids_);
-  feeds[feeds_.labelsName] = viewOf(labels_);
+  if (stages_ == 1)
+    inFlight_.clear(); // one micro-batch at a time: its outputs are the program's buffers
+  InFlight &m = inFlight_[action.microBatch];
+  m.ids = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids);
+  m.labels = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
+  llvm::StringMap<TensorView> &feeds = m.feeds;
+  feeds[feeds_.idsName] = viewOf(m.ids);
+  feeds[feeds_.labelsName] = viewOf(m.labels);
   for (const auto &c : feeds_.constants)
     feeds[c.getKey()] = viewOf(c.getValue());
-  grads_->beforeRun(action.microBatch);
-  auto outs = fwd_.run(feeds);
+  if (links_) {
+    if (auto err = links_->receive(StageLinks::Phase::Forward, m.received))
+      return err;
+    for (const auto &r : m.received)
+      feeds[r.getKey()] = viewOf(r.getValue());
+    profile_.phase("receive");
+  }
+  grads_->beforeForward(action.microBatch);
+  llvm::StringMap<TensorView> reads; // a stage reads some of the model's inputs
+  for (const auto &in : fwd_.inputs())
+    reads[in.name] = feeds.lookup(in.name);
+  auto outs = fwd_.run(reads);
   if (!outs)
     return outs.takeError();
-  grads_->afterLoss(action.microBatch, *outs);
-  forwardOutputs_ = std::move(*outs);
-  forwardMicro_ = action.microBatch;
+  if (lastStage())
+    grads_->afterLoss(action.microBatch, *outs);
   profile_.phase("forward");
+  if (links_) {
+    if (auto err = links_->send(StageLinks::Phase::Forward, *outs))
+      return err;
+    for (const TensorView &v : *outs) // the next forward reuses the program's buffers
+      m.copies.push_back(hostCopy(v));
+    for (const Tensor &t : m.copies)
+      m.outputs.push_back(viewOf(t));
+    profile_.phase("send");
+  } else {
+    m.outputs = std::move(*outs);
+  }
   return llvm::Error::success();
 }
 
 llvm::Error TrainingRun::backward(const Action &action) {
-  if (action.microBatch != forwardMicro_)
-    return fail("backward of micro-batch " + llvm::Twine(action.microBatch) + " after the forward of " +
-                llvm::Twine(forwardMicro_) + ": this loop keeps one micro-batch's saved activations");
+  auto it = inFlight_.find(action.microBatch);
+  if (it == inFlight_.end())
+    return fail("backward of micro-batch " + llvm::Twine(action.microBatch) + " before its forward");
+  InFlight &m = it->second;
+  if (links_) {
+    llvm::StringMap<Tensor> &received = m.received;
+    if (auto err = links_->receive(StageLinks::Phase::Backward, received))
+      return err;
+    for (const auto &r : received)
+      m.feeds[r.getKey()] = viewOf(r.getValue());
+    profile_.phase("receive");
+  }
   llvm::StringMap<TensorView> feeds;
   for (const BackwardInput &b : bwdInputs_)
-    feeds[b.name] = b.savedIndex >= 0 ? forwardOutputs_[b.savedIndex]
-                    : b.weight        ? *b.weight
-                                      : forwardFeeds_.lookup(b.name);
+    feeds[b.name] = b.savedIndex >= 0 ? m.outputs[b.savedIndex] : b.weight ? *b.weight : m.feeds.lookup(b.name);
+  grads_->beforeBackward(action.microBatch);
   auto outs = bwd_.run(feeds);
   if (!outs)
     return outs.takeError();
@@ -244,6 +326,13 @@ llvm::Error TrainingRun::backward(const Action &action) {
   grads_->afterGradients(action.microBatch, *outs);
   ++microBatchesRun_;
   profile_.phase("backward");
+  if (links_) {
+    if (auto err = links_->send(StageLinks::Phase::Backward, *outs))
+      return err;
+    profile_.phase("send");
+  }
+  if (stages_ > 1)
+    inFlight_.erase(it);
   return llvm::Error::success();
 }
 
@@ -251,6 +340,13 @@ llvm::Error TrainingRun::reduceGradients() {
   // The program reduced them (and the loss: the global batch's) in its last
   // micro-batch; what is left is the mean over the micro-batches.
   loss_ = static_cast<float>(grads_->lossSum() / microBatchesRun_);
+  if (links_) { // the sends of this step are done; the last stage's loss for every rank's log
+    if (auto err = links_->drain())
+      return err;
+    if (auto err = session_.group("pp")->broadcast(&loss_, 1, DType::F32, static_cast<int>(stages_ - 1)))
+      return err;
+    profile_.phase("pipeline flush");
+  }
   return llvm::Error::success();
 }
 
@@ -263,9 +359,15 @@ llvm::Error TrainingRun::optimizerStep() {
   for (size_t i = 0; i < params_.size(); ++i)
     grads.push_back(grads_->gradient(i));
   if (o_.clipNorm > 0) {
-    auto norm = globalGradientNorm(gradNorm_, plan_.params, params_, grads);
+    auto norm = globalGradientNorm(gradNorm_, paramNames_, params_, grads);
     if (!norm)
       return norm.takeError();
+    if (stages_ > 1) { // each stage's norm is of its own gradients
+      float squares = static_cast<float>(*norm * *norm);
+      if (auto err = session_.group("pp")->allReduce(&squares, 1, DType::F32))
+        return err;
+      *norm = std::sqrt(static_cast<double>(squares));
+    }
     *norm *= coef;
     if (!std::isfinite(*norm)) {
       if (!o_.skipNonfinite)
@@ -303,7 +405,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     profile_.beginStep(step_);
     microBatchesRun_ = 0;
     skipped_ = false;
-    if (auto err = runStep(schedule_, *this))
+    if (auto err = runStep(*schedule_, *this))
       return err;
     if (skipped_)
       continue;
@@ -327,7 +429,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
                    o_.profileByNode);
   if (o_.profile && session_.rank() == 0) {
     double paramBytes = 0; // the rank's whole shards (a ZeRO-3 rank holds a part of each)
-    for (const TensorType &t : plan_.paramTypes)
+    for (const TensorType &t : paramTypes_)
       paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
   }
@@ -335,8 +437,8 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     const MemoryLedger &ledger = MemoryLedger::process();
     printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
   }
-  return writeParameterShards(outDir, session_.rank(), plan_.params, params_, plan_.paramTypes,
-                              plan_.paramPartitioned, dpSize_ > 1 ? session_.group("dp") : nullptr);
+  return writeParameterShards(outDir, session_.rank(), paramNames_, params_, paramTypes_, paramPartitioned_,
+                              dpSize_ > 1 ? session_.group("dp") : nullptr);
 }
 
 } // namespace

@@ -42,12 +42,13 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
       return fail(llvm::toString(p.takeError()));
     if (!(*p)->reducedAsync("grad.w") || !(*p)->reducedAsync("loss"))
       return fail("the bucket's results are not async reductions");
-    auto created = GradientAccumulator::create(**p, **p, {"grad.w"}, {3}, M);
+    auto created = GradientAccumulator::create(p->get(), **p, {"grad.w"}, {3}, M);
     if (!created)
       return fail(llvm::toString(created.takeError()));
     GradientAccumulator &acc = **created;
     for (int64_t m = 0; m < M; ++m) {
-      acc.beforeRun(m);
+      acc.beforeForward(m);
+      acc.beforeBackward(m);
       std::vector<float> in = {x(rank, m, 0), x(rank, m, 1), x(rank, m, 2)};
       llvm::StringMap<TensorView> feeds;
       feeds["x"] = TensorView{DType::F32, {3}, in.data()};

@@ -21,12 +21,13 @@ TEST(GradientAccumulator, SumsEveryMicroBatchAndTheLoss) {
   CpuDevice device;
   auto p = Program::load(**g, device);
   ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
-  auto created = GradientAccumulator::create(**p, **p, {"grad.w"}, {2}, 3);
+  auto created = GradientAccumulator::create(p->get(), **p, {"grad.w"}, {2}, 3);
   ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
   GradientAccumulator &acc = **created;
   for (int step = 0; step < 2; ++step) { // the second step starts afresh
     for (int64_t micro = 0; micro < 3; ++micro) {
-      acc.beforeRun(micro);
+      acc.beforeForward(micro);
+      acc.beforeBackward(micro);
       std::vector<float> x = {float(micro + 1), float(10 * (micro + 1))};
       llvm::StringMap<TensorView> feeds;
       feeds["x"] = TensorView{DType::F32, {2}, x.data()};

@@ -1,0 +1,38 @@
+//===- PipelineSchedule.h - GPipe and 1F1B on one pipeline stage -----------===//
+//
+// What stage s of p runs in one training step of m micro-batches (each
+// forward receives from the stage before and sends to the one after; each
+// backward the other way round):
+//   GPipe: every forward, then every backward (m micro-batches' activations
+//          stashed at once);
+//   1F1B:  min(p - s - 1, m) forwards to warm up, then one forward and one
+//          backward in turn, then the backwards left (at most p - s
+//          micro-batches stashed: PipeDream-flush, Megatron's default).
+// Both run the backwards in micro-batch order, then reduce the gradients and
+// step. A stage's bubble is (p - 1) / (m + p - 1) of the step in either.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "runtime/schedule/Schedule.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace partita::rt {
+
+enum class PipelineKind { GPipe, OneFOneB };
+
+/// "gpipe" or "1f1b"; false for anything else.
+bool parsePipelineKind(llvm::StringRef name, PipelineKind &kind);
+
+class PipelineSchedule final : public Schedule {
+public:
+  PipelineSchedule(PipelineKind kind, int64_t stages, int64_t stage, int64_t microBatches)
+      : kind_(kind), stages_(stages < 1 ? 1 : stages), stage_(stage), micro_(microBatches < 1 ? 1 : microBatches) {}
+  std::vector<Action> step() const override;
+  /// The most micro-batches whose activations this stage holds at once.
+  int64_t maxInFlight() const;
+
+private:
+  PipelineKind kind_;
+  int64_t stages_, stage_, micro_;
+};
+
+} // namespace partita::rt
