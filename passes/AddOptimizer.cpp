@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/AddOptimizer.h"
 #include "passes/Passes.h"
+#include "passes/SplitPipeline.h"
 #include "passes/autodiff/GradBuilder.h"
 #include "llvm/ADT/StringExtras.h"
 #include <map>
@@ -82,6 +83,8 @@ public:
       if (g.findValue(n))
         return passError(name(), "the graph already has a value named '" + n + "', a name the optimizer uses");
 
+    if (auto err = tagPipelineStages(g)) // every reader of a weight on its stage
+      return passError(name(), llvm::toString(std::move(err)));
     TensorType scalar{DType::F32, {}, true};
     Value *lr = g.addInput(io::kLr, scalar), *bc1 = g.addInput(io::kBc1, scalar), *bc2 = g.addInput(io::kBc2, scalar),
           *scale = g.addInput(io::kGradScale, scalar);

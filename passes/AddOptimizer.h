@@ -47,6 +47,8 @@ inline constexpr const char *kNorm = "grad_norm";
 /// Under a pipeline, stage s's norm of its own gradients in the global graph
 /// (its grad_norm program returns it as grad_norm).
 inline std::string stageNorm(int64_t stage) { return std::string(kNorm) + ".stage" + std::to_string(stage); }
+/// grad_norm or a stage's grad_norm.stage<s>.
+inline bool isNorm(llvm::StringRef name) { return name == kNorm || name.startswith(std::string(kNorm) + ".stage"); }
 /// The gradient the runtime accumulated from the forward program's output
 /// grad.<p>, the moments, and the updated values (bound in place).
 inline std::string gradient(const std::string &p) { return "accumulated_grad." + p; }

@@ -23,6 +23,7 @@
 #include "passes/AddOptimizer.h"
 #include "passes/SplitPrograms.h"
 #include "passes/Passes.h"
+#include "passes/SplitPipeline.h"
 #include "llvm/ADT/DenseSet.h"
 #include <map>
 
@@ -48,6 +49,8 @@ public:
   }
 
   llvm::Error run(Graph &g) override {
+    if (auto err = tagPipelineStages(g)) // a bucket stays within a pipeline stage
+      return passError(name(), llvm::toString(std::move(err)));
     std::vector<Node *> order = g.nodes();
     // The program each all-reduce runs in (split-programs' rule): a bucket
     // never spans two.
@@ -116,14 +119,9 @@ private:
   size_t bucketBytes_ = 25'000'000; // DDP's default bucket_cap_mb
 
 
-  /// The pipeline stage of a collective's operand (a bucket never spans two
-  /// stages; -1: no pipeline).
-  static int64_t producerStage(const Node &n) {
-    if (n.hasAttr(kStageAttr))
-      return n.intAttr(kStageAttr, -1);
-    const Node *def = n.input(0) ? n.input(0)->definingNode() : nullptr;
-    return def ? def->intAttr(kStageAttr, -1) : -1;
-  }
+  /// The pipeline stage of a collective (a bucket never spans two stages;
+  /// -1: no pipeline).
+  static int64_t producerStage(const Node &n) { return n.intAttr(kStageAttr, -1); }
 
   /// A sum over the axis whose result no node reads (only graph outputs):
   /// an all-reduce, or a reduce-scatter of a 1-D value (ZeRO-2's flat gradients).

@@ -20,9 +20,9 @@ bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight"));
 
 constexpr int64_t kReplicated = -1; // computed from inputs alone: on every stage that reads it
 
-/// The stage of every node but weights and constants (kReplicated for the
-/// input-only ones), by the rule in the header.
-llvm::Expected<llvm::DenseMap<const Node *, int64_t>> stagesOf(const Graph &g, int64_t stages) {
+} // namespace
+
+llvm::Expected<llvm::DenseMap<const Node *, int64_t>> pipelineStages(const Graph &g, int64_t stages) {
   llvm::DenseMap<const Node *, int64_t> stage;
   llvm::DenseSet<const Value *> inputOnly;
   std::vector<const Node *> open; // no stage from their operands
@@ -77,10 +77,23 @@ llvm::Expected<llvm::DenseMap<const Node *, int64_t>> stagesOf(const Graph &g, i
   return stage;
 }
 
-} // namespace
+llvm::Error tagPipelineStages(Graph &g) {
+  int64_t stages = 0;
+  for (const Node *n : g.nodes())
+    stages = std::max(stages, n->intAttr(kStageAttr, -1) + 1);
+  if (stages == 0)
+    return llvm::Error::success();
+  auto staged = pipelineStages(g, stages);
+  if (!staged)
+    return staged.takeError();
+  for (Node *n : g.nodes())
+    if (int64_t s = staged->lookup(n); s != kReplicated && !isLeaf(n))
+      n->setAttr(kStageAttr, Attribute::ofInt(s));
+  return llvm::Error::success();
+}
 
 llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
-  auto staged = stagesOf(g, stages);
+  auto staged = pipelineStages(g, stages);
   if (!staged)
     return staged.takeError();
   const llvm::DenseMap<const Node *, int64_t> &stage = *staged;

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 #include <memory>
 #include <vector>
@@ -39,5 +40,12 @@ struct PipelineSplit {
 };
 
 llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages);
+
+/// The stage of every node but weights and constants by the rule above (-1:
+/// input-only, on every stage reading it).
+llvm::Expected<llvm::DenseMap<const Node *, int64_t>> pipelineStages(const Graph &g, int64_t stages);
+/// Writes that stage on the nodes without one (no-op without stages): for
+/// passes that need a weight's stage after others rewrote its readers.
+llvm::Error tagPipelineStages(Graph &g);
 
 } // namespace partita

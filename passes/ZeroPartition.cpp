@@ -628,9 +628,13 @@ private:
   /// is every sum of them (Adds, and tp's all-reduces: linear); the norm's
   /// square is all-reduced over dp once, before its square root.
   llvm::Error reduceNormOnce(Graph &g) {
-    Value *norm = g.findValue(io::kNorm);
-    Node *root = norm && g.isGraphOutput(norm) ? norm->definingNode() : nullptr;
-    if (!root || !root->is("Sqrt"))
+    // The norm, or under a pipeline each stage's (grad_norm.stage<s>).
+    llvm::SmallPtrSet<Node *, 4> roots;
+    for (Value *out : g.outputs())
+      if (io::isNorm(out->name()))
+        if (Node *def = out->definingNode(); def && def->is("Sqrt"))
+          roots.insert(def);
+    if (roots.empty())
       return passError(name(), "the graph has no gradient norm output " + std::string(io::kNorm) +
                                    " = Sqrt(sum of squares) (add-optimizer's)");
     std::vector<Value *> work = squareSums_;
@@ -645,7 +649,7 @@ private:
       if (std::find(v->sharding()->partial.begin(), v->sharding()->partial.end(), axis_) == v->sharding()->partial.end())
         v->sharding()->partial.push_back(axis_);
       for (Node *u : v->users()) {
-        if (u == root)
+        if (roots.count(u))
           continue;
         bool linear = u->is("Add") || (u->is("AllReduce", "partita") && u->stringAttr("reduce", "sum") == "sum");
         if (!linear)
@@ -654,19 +658,22 @@ private:
         work.push_back(u->output());
       }
     }
-    Value *total = root->input(0);
-    auto dp = total->sharding() ? std::find(total->sharding()->partial.begin(), total->sharding()->partial.end(), axis_)
-                                : nullptr;
-    if (!dp || dp == total->sharding()->partial.end())
-      return passError(name(), "the gradient norm's sum of squares %" + total->name() +
-                                   " is not reached from the partitioned gradients' square sums");
-    Sharding whole = *total->sharding();
-    whole.partial.erase(whole.partial.begin() + (dp - total->sharding()->partial.begin()));
-    auto reduced = reshard(g, total, whole, total->name() + ".reduced", io::kGradNorm);
-    if (!reduced)
-      return reduced.takeError();
-    root->setInput(0, *reduced);
-    place(root, /*before=*/true);
+    for (Node *root : roots) {
+      Value *total = root->input(0);
+      auto dp = total->sharding()
+                    ? std::find(total->sharding()->partial.begin(), total->sharding()->partial.end(), axis_)
+                    : nullptr;
+      if (!dp || dp == total->sharding()->partial.end())
+        return passError(name(), "the gradient norm's sum of squares %" + total->name() +
+                                     " is not reached from the partitioned gradients' square sums");
+      Sharding whole = *total->sharding();
+      whole.partial.erase(whole.partial.begin() + (dp - total->sharding()->partial.begin()));
+      auto reduced = reshard(g, total, whole, total->name() + ".reduced", io::kGradNorm);
+      if (!reduced)
+        return reduced.takeError();
+      root->setInput(0, *reduced);
+      place(root, /*before=*/true);
+    }
     return llvm::Error::success();
   }
 };

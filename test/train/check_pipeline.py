@@ -1,0 +1,96 @@
+"""Pipeline parallelism against the same training without it.
+
+usage: check_pipeline.py PARTITA FIXTURE WORK TP PP DP ZERO MICRO SCHEDULE CLIP [COMPILE_FLAG...] [-- NOISE_GLOB...]
+
+Compiles FIXTURE (a models/fixtures name) with --train at tp x dp (--zero
+ZERO) twice, without a pipeline and with --pp PP (COMPILE_FLAGS added to
+both, e.g. --untie-embeddings), trains both 10 AdamW steps on the same
+tokens over MICRO micro-batches (the pipeline with --schedule SCHEDULE) and
+checks:
+  - every loss agrees within 1e-6 (relative) and every trained parameter
+    (the merged models' initializers) within 1e-6 of the tensor's largest
+    magnitude, except the NOISE_GLOB ones, whose gradient is zero in exact
+    arithmetic (a key bias: see check_zero.py), where AdamW turns rounding
+    into full steps;
+  - each rank's forward program holds only its stage's parameters, every
+    parameter is on exactly one stage, and the stages' parameters are the
+    model's (ONNX initializers).
+The run without a pipeline is itself checked against PyTorch (check_training.py).
+"""
+import csv
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+partita, name, work = sys.argv[1], sys.argv[2], sys.argv[3]
+tp, pp, dp, zero, micro = (int(a) for a in sys.argv[4:9])
+schedule, clip = sys.argv[9], sys.argv[10]
+rest = sys.argv[11:]
+flags, noise = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
+os.makedirs(work, exist_ok=True)
+rng = np.random.default_rng(5)
+tokens = os.path.join(work, "tokens.npy")
+np.save(tokens, rng.integers(0, 64, size=4096).astype(np.uint16))
+
+passed = failed = 0
+
+
+def check(ok, msg):
+    global passed, failed
+    passed, failed = passed + bool(ok), failed + (not ok)
+    print(("PASS " if ok else "FAIL ") + msg)
+
+
+def train(stages):
+    out, res = os.path.join(work, f"pp{stages}"), os.path.join(work, f"res{stages}")
+    subprocess.run([partita, "compile", fixture, "--train", "--tp", str(tp), "--pp", str(stages), "--dp", str(dp),
+                    "--zero", str(zero), "-o", out] + flags, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([partita, "launch", "-n", str(tp * stages * dp), out, "--steps", "10", "--data", tokens,
+                    "--batch", "2", "--seq", "16", "--lr", "0.003", "--seed", "1", "--micro-batches", str(micro),
+                    "--threads", "1", "--clip-grad-norm", clip, "--schedule", schedule, "--output-dir", res],
+                   check=True, stdout=subprocess.DEVNULL)
+    merged = os.path.join(work, f"merged{stages}.onnx")
+    subprocess.run([partita, "merge", fixture, out, res, "-o", merged], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(res, "loss.csv")) as f:
+        losses = [float(r["loss"]) for r in csv.DictReader(f)]
+    params = {t.name: numpy_helper.to_array(t) for t in onnx.load(merged).graph.initializer}
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    return out, losses, params, plan
+
+
+_, base_losses, base_params, _ = train(1)
+out, losses, params, plan = train(pp)
+check(len(losses) == 10 == len(base_losses), f"{len(losses)} losses at --pp {pp}, {len(base_losses)} without")
+for step, (a, b) in enumerate(zip(losses, base_losses), 1):
+    err = abs(a - b) / abs(b)
+    check(err <= 1e-6, f"step {step}: loss --pp {pp} {a:.7f}, --pp 1 {b:.7f} (relative {err:.1e})")
+compared = [n for n in base_params if not any(fnmatch.fnmatchcase(n, g) for g in noise)]
+worst = max(float(np.abs(params[n] - base_params[n]).max() / max(np.abs(base_params[n]).max(), 1e-12))
+            for n in compared)
+check(set(params) == set(base_params) and worst <= 1e-6 and len(compared) > len(base_params) // 2,
+      f"{len(compared)} of {len(params)} trained initializers equal --pp 1's (largest relative difference "
+      f"{worst:.1e}; left out: {', '.join(sorted(set(base_params) - set(compared))) or 'none'})")
+
+# Each stage holds its own parameters, and together they are the model's.
+initializers = {t.name for t in onnx.load(fixture, load_external_data=False).graph.initializer}
+stage_of = dict(zip(plan["params"], plan["param_stages"]))
+check(len(stage_of) == len(plan["params"]) and set(stage_of) <= initializers and set(stage_of.values()) ==
+      set(range(pp)), f"{len(stage_of)} parameters over stages {sorted(set(stage_of.values()))}")
+for r in plan["ranks"]:
+    fwd = onnx.load(os.path.join(out, r["programs"]["forward"]), load_external_data=False)
+    held = {t.name for t in fwd.graph.initializer if t.name in stage_of}
+    mine = {p for p, s in stage_of.items() if s == r["coords"]["pp"]}
+    check(held == mine, f"rank {r['rank']} (stage {r['coords']['pp']}) holds {len(held)} parameters, "
+                        f"its stage's {len(mine)}" + ("" if held == mine else f": extra {sorted(held - mine)[:3]}"))
+
+print(f"check_pipeline: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
