@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace partita {
 
@@ -76,6 +77,60 @@ double costOf(const Node &n) {
   return out;
 }
 
+/// Orders the nodes so that each layer's are contiguous where the data
+/// allows: an encoder-decoder's export interleaves the decoder's first
+/// self-attention with the encoder's layers, which leaves no boundary
+/// between them. Each node is ranked by when its layer ends (its last node's
+/// position; a node outside the layers by the next layer's, or last), and
+/// the ready node of the lowest rank runs first (ties: the present order).
+void orderLayersContiguously(Graph &g) {
+  std::vector<Node *> nodes = g.nodes();
+  const size_t n = nodes.size();
+  llvm::DenseMap<const Node *, size_t> pos;
+  for (size_t i = 0; i < n; ++i)
+    pos[nodes[i]] = i;
+  std::vector<std::string> key(n);
+  std::map<std::string, size_t> layerEnd;
+  for (size_t i = 0; i < n; ++i)
+    if (!isLeaf(*nodes[i]) && !(key[i] = layerOf(*nodes[i])).empty())
+      layerEnd[key[i]] = i;
+  if (layerEnd.empty())
+    return;
+  std::vector<size_t> rank(n, n);
+  for (size_t i = n, next = n; i-- > 0;) {
+    if (isLeaf(*nodes[i])) {
+      rank[i] = 0;
+      continue;
+    }
+    if (!key[i].empty())
+      next = layerEnd[key[i]];
+    rank[i] = next;
+  }
+  std::vector<size_t> waiting(n, 0);
+  std::vector<std::vector<size_t>> readers(n);
+  for (size_t i = 0; i < n; ++i)
+    for (const Value *in : nodes[i]->inputs())
+      if (const Node *def = in ? in->definingNode() : nullptr; def && pos.count(def)) {
+        ++waiting[i];
+        readers[pos[def]].push_back(i);
+      }
+  std::set<std::pair<size_t, size_t>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (!waiting[i])
+      ready.insert({rank[i], i});
+  std::vector<Node *> order;
+  while (!ready.empty()) {
+    size_t i = ready.begin()->second;
+    ready.erase(ready.begin());
+    order.push_back(nodes[i]);
+    for (size_t r : readers[i])
+      if (--waiting[r] == 0)
+        ready.insert({rank[r], r});
+  }
+  if (order.size() == n)
+    g.setOrder(order);
+}
+
 class AssignStages : public Pass {
 public:
   llvm::StringRef name() const override { return "assign-stages"; }
@@ -106,6 +161,7 @@ public:
     if (!layers_.empty() && static_cast<int64_t>(layers_.size()) != pp_)
       return passError(name(), "layers gives " + llvm::Twine(layers_.size()) + " stage(s), pp is " +
                                    llvm::Twine(pp_));
+    orderLayersContiguously(g);
     // The nodes that get a stage, in program order; input-only ones get none.
     llvm::DenseSet<const Value *> inputOnly;
     std::vector<Node *> order;

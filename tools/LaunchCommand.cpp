@@ -10,6 +10,8 @@
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/io/Npy.h"
+#include "runtime/pipeline/StageLinks.h"
+#include "runtime/train/HostTensor.h"
 #include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/InputRoles.h"
 #include "runtime/session/Session.h"
@@ -515,6 +517,61 @@ static llvm::Error runRank(int rank) {
   return staged ? staged->commit() : llvm::Error::success();
 }
 
+/// Inference on a pipeline stage: receive what the stage before sends, run
+/// the forward, send on; the last stage's first rank writes the outputs.
+static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, llvm::StringMap<Tensor> &tensors,
+                                const std::string &writeDir) {
+  const Plan &plan = session.plan();
+  int64_t stage = session.coordinate("pp");
+  auto links = rt::StageLinks::create(plan, stage, session.group("pp"), forward, nullptr);
+  if (!links)
+    return links.takeError();
+  std::vector<TensorSpec> specs; // the model's inputs this stage reads
+  for (const auto &in : forward.inputs())
+    if (!links->receives(in.name))
+      specs.push_back({in.name, in.type});
+  if (auto filled = fillRoleInputs(specs, tensors); !filled)
+    return filled.takeError();
+  std::vector<rt::TensorView> outs;
+  for (int i = 0; i < std::max(1, opts.repeat); ++i) {
+    llvm::StringMap<Tensor> received;
+    if (auto err = links->receive(rt::StageLinks::Phase::Forward, received))
+      return err;
+    llvm::StringMap<rt::TensorView> feeds;
+    for (const auto &in : forward.inputs()) {
+      auto r = received.find(in.name);
+      const Tensor *t = r != received.end() ? &r->second : nullptr;
+      if (!t && tensors.count(in.name))
+        t = &tensors.find(in.name)->second;
+      if (!t)
+        return fail("stage " + llvm::Twine(stage) + ": no value for input '" + in.name + "'");
+      feeds[in.name] = rt::viewOf(*t);
+    }
+    auto ran = forward.run(feeds);
+    if (!ran)
+      return ran.takeError();
+    if (auto err = links->send(rt::StageLinks::Phase::Forward, *ran))
+      return err;
+    outs = std::move(*ran);
+  }
+  if (auto err = links->drain())
+    return err;
+  bool writer = stage + 1 == plan.stages();
+  for (const MeshAxis &a : plan.mesh.axes)
+    writer &= a.name == "pp" || session.coordinate(a.name) == 0;
+  if (!writer)
+    return llvm::Error::success();
+  std::vector<std::string> names;
+  std::vector<Tensor> values;
+  for (const TensorSpec &o : plan.outputs)
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (forward.outputNames()[i] == o.name) {
+        names.push_back(o.name);
+        values.push_back(rt::hostCopy(outs[i]));
+      }
+  return rt::writeNpyFiles(writeDir, names, values);
+}
+
 /// This rank's work, writing into `writeDir`: its session (communicators
 /// and programs), then a training run or one inference (repeated).
 static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir) {
@@ -530,6 +587,8 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   if (!tensors)
     return tensors.takeError();
   rt::Program &forward = *(*session)->program("forward");
+  if (plan.stages() > 1)
+    return runPipelined(**session, forward, *tensors, writeDir);
   std::vector<TensorSpec> specs;
   for (const auto &in : forward.inputs())
     specs.push_back({in.name, in.type});

@@ -2,7 +2,7 @@
 
 usage: check_pipeline.py PARTITA FIXTURE WORK TP PP DP ZERO MICRO SCHEDULE CLIP [COMPILE_FLAG...] [-- NOISE_GLOB...]
 
-Compiles FIXTURE (a models/fixtures name) with --train at tp x dp (--zero
+Compiles FIXTURE (a models/fixtures name, or a path to a .onnx) with --train at tp x dp (--zero
 ZERO) twice, without a pipeline and with --pp PP (COMPILE_FLAGS added to
 both, e.g. --untie-embeddings), trains both 10 AdamW steps on the same
 tokens over MICRO micro-batches (the pipeline with --schedule SCHEDULE) and
@@ -11,7 +11,8 @@ checks:
     (the merged models' initializers) within 1e-6 of the tensor's largest
     magnitude, except the NOISE_GLOB ones, whose gradient is zero in exact
     arithmetic (a key bias: see check_zero.py), where AdamW turns rounding
-    into full steps;
+    into full steps (a glob may end in [a:b]: those rows only, as a fused
+    q/k/v bias's key part);
   - each rank's forward program holds only its stage's parameters, every
     parameter is on exactly one stage, and the stages' parameters are the
     model's (ONNX initializers).
@@ -34,7 +35,7 @@ schedule, clip = sys.argv[9], sys.argv[10]
 rest = sys.argv[11:]
 flags, noise = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
+fixture = name if name.endswith(".onnx") else os.path.join(root, "models", "fixtures", name + ".onnx")
 os.makedirs(work, exist_ok=True)
 rng = np.random.default_rng(5)
 tokens = os.path.join(work, "tokens.npy")
@@ -73,9 +74,22 @@ check(len(losses) == 10 == len(base_losses), f"{len(losses)} losses at --pp {pp}
 for step, (a, b) in enumerate(zip(losses, base_losses), 1):
     err = abs(a - b) / abs(b)
     check(err <= 1e-6, f"step {step}: loss --pp {pp} {a:.7f}, --pp 1 {b:.7f} (relative {err:.1e})")
-compared = [n for n in base_params if not any(fnmatch.fnmatchcase(n, g) for g in noise)]
-worst = max(float(np.abs(params[n] - base_params[n]).max() / max(np.abs(base_params[n]).max(), 1e-12))
-            for n in compared)
+# A NOISE_GLOB may name rows of a tensor: "h.*.c_attn.bias[32:64]" (a fused key bias).
+whole = [g for g in noise if not g.endswith("]")]
+rows = [(g[:g.index("[")], *map(int, g[g.index("[") + 1:-1].split(":"))) for g in noise if g.endswith("]")]
+compared = [n for n in base_params if not any(fnmatch.fnmatchcase(n, g) for g in whole)]
+
+
+def difference(n):
+    keep = np.ones(base_params[n].shape[0], dtype=bool)
+    for g, lo, hi in rows:
+        if fnmatch.fnmatchcase(n, g):
+            keep[lo:hi] = False
+    a, b = params[n][keep], base_params[n][keep]
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12)) if b.size else 0.0
+
+
+worst = max(difference(n) for n in compared)
 check(set(params) == set(base_params) and worst <= 1e-6 and len(compared) > len(base_params) // 2,
       f"{len(compared)} of {len(params)} trained initializers equal --pp 1's (largest relative difference "
       f"{worst:.1e}; left out: {', '.join(sorted(set(base_params) - set(compared))) or 'none'})")
