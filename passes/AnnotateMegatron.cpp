@@ -109,7 +109,8 @@ public:
     // Kept to try other sizes on when this one fails.
     std::unique_ptr<Graph> original = tp_ > 1 && !allowReplicated_ && !probing_ ? cloneGraph(g) : nullptr;
     setMeshAxis(g.mesh);
-    g.coverage.clear();
+    // This pass's lines are written afresh; assign-stages' stay.
+    llvm::erase_if(g.coverage, [](const std::string &line) { return !llvm::StringRef(line).startswith("pipeline"); });
     splitFusedProjections(g);
     if (auto err = g.sortTopologically())
       return err;
