@@ -12,6 +12,7 @@
 #include "runtime/io/Npy.h"
 #include "runtime/pipeline/StageLinks.h"
 #include "runtime/train/HostTensor.h"
+#include "runtime/train/TraceLog.h"
 #include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/InputRoles.h"
 #include "runtime/session/Session.h"
@@ -87,6 +88,9 @@ static Flag<double> lr("lr", cl::desc("AdamW learning rate"), cl::location(opts.
 static Flag<int> seed("seed", cl::desc("Seed of the batch sampler"), cl::location(opts.train.seed), BOTH);
 static Flag<int> microBatches("micro-batches", cl::desc("Micro-batches accumulated per step"),
                               cl::location(opts.train.microBatches), BOTH);
+static Flag<std::string> trace("trace",
+                               cl::desc("Write a Chrome/Perfetto trace of every rank's steps to FILE (a --train plan)"),
+                               cl::value_desc("FILE"), cl::location(opts.train.trace), BOTH);
 static Flag<std::string> pipelineSchedule("schedule",
                                           cl::desc("A pipeline plan's schedule: 1f1b (default) or gpipe"),
                                           cl::location(opts.train.schedule), BOTH);
@@ -208,6 +212,8 @@ static llvm::Error checkFlags(bool trainPlan) {
   }
   if (!steps.getNumOccurrences())
     return fail("the plan was compiled with --train: give --steps S (>= 1), --data FILE, --batch B and --seq T");
+  if (!t.trace.empty() && llvm::sys::fs::exists(t.trace))
+    return fail("--trace " + t.trace + ": the file exists; remove it or name another (launch does not overwrite it)");
   if (rt::PipelineKind kind; !rt::parsePipelineKind(t.schedule, kind))
     return fail("--schedule " + t.schedule + ": pipeline schedules are 1f1b and gpipe");
   auto atLeastOne = [](const char *flag, int v) -> llvm::Error {
@@ -514,6 +520,9 @@ static llvm::Error runRank(int rank) {
     return err;
   if (auto err = world->barrier()) // every rank has written its part (under the watchdog)
     return err;
+  if (rank == 0 && !opts.train.trace.empty())
+    if (auto err = rt::joinTrace(opts.train.trace, static_cast<int>(world->size())))
+      return err;
   return staged ? staged->commit() : llvm::Error::success();
 }
 

@@ -36,6 +36,9 @@ public:
   llvm::Error send(Phase phase, const std::vector<TensorView> &outputs);
   /// Waits for every send started (their buffers are then free).
   llvm::Error drain();
+  /// Whether the phase's program receives (sends) anything.
+  bool receivesIn(Phase phase) const { return !(phase == Phase::Forward ? recvForward_ : recvBackward_).empty(); }
+  bool sendsIn(Phase phase) const { return !(phase == Phase::Forward ? sendForward_ : sendBackward_).empty(); }
   /// Whether this stage receives value `name`.
   bool receives(llvm::StringRef name) const {
     for (const auto *list : {&recvForward_, &recvBackward_})

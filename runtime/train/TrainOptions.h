@@ -21,6 +21,7 @@ struct TrainOptions {
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
   bool memory = false; // each rank prints its MemoryLedger after training
   std::string schedule = "1f1b"; // a pipeline plan's: gpipe or 1f1b
+  std::string trace;             // a Chrome trace of every rank's steps (TraceLog.h); empty: none
 };
 
 } // namespace partita::rt

@@ -31,6 +31,7 @@
 #include "runtime/train/MemoryReport.h"
 #include "runtime/train/ParameterOutput.h"
 #include "runtime/train/StepProfile.h"
+#include "runtime/train/TraceLog.h"
 #include "runtime/train/TrafficReport.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
@@ -77,7 +78,7 @@ public:
               Program &gradNorm, TokenFile tokens)
       : session_(session), plan_(session.plan()), o_(o), fwd_(fwd), bwd_(bwd), stepProgram_(stepProgram),
         gradNorm_(gradNorm), tokens_(std::move(tokens)), microBatches_(std::max(1, o.microBatches)),
-        profile_(o.profile), dpSize_(session.axisSize("dp")), stages_(session.axisSize("pp")),
+        profile_(o.profile), trace_(!o.trace.empty()), dpSize_(session.axisSize("dp")), stages_(session.axisSize("pp")),
         stage_(session.coordinate("pp")) {
     PipelineKind kind = PipelineKind::OneFOneB;
     parsePipelineKind(o.schedule, kind); // checked by launch
@@ -105,6 +106,8 @@ private:
   int64_t microBatches_;
   std::unique_ptr<Schedule> schedule_;
   StepProfile profile_;
+  TraceLog trace_;
+  using Clock = TraceLog::Clock;
   int64_t dpSize_, stages_, stage_;
   bool lastStage() const { return stage_ + 1 == stages_; }
   /// The parameters this rank updates (its stage's), and their shard types.
@@ -215,6 +218,11 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   // The step's programs run one after another: one arena serves them all.
   if (auto err = fwd_.shareArena({&bwd_, &stepProgram_, &gradNorm_}))
     return err;
+  if (links_) { // MPI moves a large message only inside MPI calls: the sends progress between kernels
+    Communicator *pp = session_.group("pp");
+    fwd_.setAfterEachKernel([pp] { pp->progress(); });
+    bwd_.setAfterEachKernel([pp] { pp->progress(); });
+  }
   fwd_.setOverlapCollectives(!o_.noOverlap);
   bwd_.setOverlapCollectives(!o_.noOverlap);
   fwd_.setProfiling(o_.profile, o_.profileByNode);
@@ -225,15 +233,22 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
 }
 
 llvm::Error TrainingRun::run(const Action &action) {
+  Clock::time_point start = Clock::now();
   switch (action.kind) {
   case Action::Kind::Forward:
     return forward(action);
   case Action::Kind::Backward:
     return backward(action);
-  case Action::Kind::ReduceGradients:
-    return reduceGradients();
-  case Action::Kind::OptimizerStep:
-    return skipped_ ? llvm::Error::success() : optimizerStep();
+  case Action::Kind::ReduceGradients: {
+    llvm::Error err = reduceGradients();
+    trace_.slice("reduce gradients", -1, "communication", start, Clock::now());
+    return err;
+  }
+  case Action::Kind::OptimizerStep: {
+    llvm::Error err = skipped_ ? llvm::Error::success() : optimizerStep();
+    trace_.slice("optimizer step", -1, "compute", start, Clock::now());
+    return err;
+  }
   }
   return fail(llvm::Twine("the training loop cannot run ") + actionName(action.kind));
 }
@@ -269,13 +284,17 @@ llvm::Error TrainingRun::forward(const Action &action) {
   feeds[feeds_.labelsName] = viewOf(m.labels);
   for (const auto &c : feeds_.constants)
     feeds[c.getKey()] = viewOf(c.getValue());
+  Clock::time_point t0 = Clock::now();
   if (links_) {
     if (auto err = links_->receive(StageLinks::Phase::Forward, m.received))
       return err;
     for (const auto &r : m.received)
       feeds[r.getKey()] = viewOf(r.getValue());
     profile_.phase("receive");
+    if (links_->receivesIn(StageLinks::Phase::Forward))
+      trace_.slice("receive", action.microBatch, "pipeline", t0, Clock::now());
   }
+  Clock::time_point t1 = Clock::now();
   grads_->beforeForward(action.microBatch);
   llvm::StringMap<TensorView> reads; // a stage reads some of the model's inputs
   for (const auto &in : fwd_.inputs())
@@ -286,6 +305,8 @@ llvm::Error TrainingRun::forward(const Action &action) {
   if (lastStage())
     grads_->afterLoss(action.microBatch, *outs);
   profile_.phase("forward");
+  Clock::time_point t2 = Clock::now();
+  trace_.slice("forward", action.microBatch, "compute", t1, t2);
   if (links_) {
     if (auto err = links_->send(StageLinks::Phase::Forward, *outs))
       return err;
@@ -294,6 +315,8 @@ llvm::Error TrainingRun::forward(const Action &action) {
     for (const Tensor &t : m.copies)
       m.outputs.push_back(viewOf(t));
     profile_.phase("send");
+    if (links_->sendsIn(StageLinks::Phase::Forward))
+      trace_.slice("send", action.microBatch, "pipeline", t2, Clock::now());
   } else {
     m.outputs = std::move(*outs);
   }
@@ -305,6 +328,7 @@ llvm::Error TrainingRun::backward(const Action &action) {
   if (it == inFlight_.end())
     return fail("backward of micro-batch " + llvm::Twine(action.microBatch) + " before its forward");
   InFlight &m = it->second;
+  Clock::time_point t0 = Clock::now();
   if (links_) {
     llvm::StringMap<Tensor> &received = m.received;
     if (auto err = links_->receive(StageLinks::Phase::Backward, received))
@@ -312,7 +336,10 @@ llvm::Error TrainingRun::backward(const Action &action) {
     for (const auto &r : received)
       m.feeds[r.getKey()] = viewOf(r.getValue());
     profile_.phase("receive");
+    if (links_->receivesIn(StageLinks::Phase::Backward))
+      trace_.slice("receive", action.microBatch, "pipeline", t0, Clock::now());
   }
+  Clock::time_point t1 = Clock::now();
   llvm::StringMap<TensorView> feeds;
   for (const BackwardInput &b : bwdInputs_)
     feeds[b.name] = b.savedIndex >= 0 ? m.outputs[b.savedIndex] : b.weight ? *b.weight : m.feeds.lookup(b.name);
@@ -326,10 +353,14 @@ llvm::Error TrainingRun::backward(const Action &action) {
   grads_->afterGradients(action.microBatch, *outs);
   ++microBatchesRun_;
   profile_.phase("backward");
+  Clock::time_point t2 = Clock::now();
+  trace_.slice("backward", action.microBatch, "compute", t1, t2);
   if (links_) {
     if (auto err = links_->send(StageLinks::Phase::Backward, *outs))
       return err;
     profile_.phase("send");
+    if (links_->sendsIn(StageLinks::Phase::Backward))
+      trace_.slice("send", action.microBatch, "pipeline", t2, Clock::now());
   }
   if (stages_ > 1)
     inFlight_.erase(it);
@@ -407,6 +438,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     skipped_ = false;
     if (auto err = runStep(*schedule_, *this))
       return err;
+    trace_.slice("step", step_, "step", stepStart, Clock::now());
     if (skipped_)
       continue;
     if (step_ == 1) { // the first step includes one-time set-up
@@ -432,6 +464,14 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     for (const TensorType &t : paramTypes_)
       paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
+  }
+  if (trace_.on()) {
+    std::string coords;
+    for (const MeshAxis &a : plan_.mesh.axes)
+      coords += (coords.empty() ? "" : ", ") + a.name + " " + std::to_string(session_.coordinate(a.name));
+    std::string track = "rank " + std::to_string(session_.rank()) + (coords.empty() ? "" : " (" + coords + ")");
+    if (auto err = trace_.writePart(o_.trace, session_.rank(), track))
+      return err;
   }
   if (o_.memory) {
     const MemoryLedger &ledger = MemoryLedger::process();

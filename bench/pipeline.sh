@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the pipeline's bubble, measured. A GPT of STAGES x 2 equal
+# layers (d=256, vocabulary 64, so the embedding and the head weigh little) is cut into
+# STAGES stages (--pp-layers 2,2,...), each one rank of 1 thread, and trains 4 steps of M
+# micro-batches with GPipe and 1F1B, each with `launch --trace`. From the traces, per
+# step after the first: each rank's idle fraction (1 - its forward and backward time /
+# the pipeline's span, the first forward's start to the last backward's end over all
+# ranks), against the formula (p-1)/(m+p-1), and the most micro-batches a stage held
+# in flight (forwards begun, backwards not done) with their saved activations' bytes
+# (the forward's outputs the backward reads, from plan.json): GPipe M, 1F1B at most p.
+# On 2 cores 2 stages run one rank per core; more stages oversubscribe (said below).
+#   bash bench/pipeline.sh [STAGES] [MICRO_BATCHES...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stages=${1:-2}
+shift || true
+micros=("$@")
+[ ${#micros[@]} -gt 0 ] || micros=(4 8)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+layers=$((stages * 2))
+/usr/bin/python3 models/export_gpt.py --d 256 --heads 4 --layers "$layers" --seq 128 --batch 2 --vocab 64 \
+  -o "$work/gpt.onnx" 2>/dev/null
+/usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 64, 100000))"
+split=$(/usr/bin/python3 -c "print(','.join(['2'] * $stages))")
+build/tools/partita compile "$work/gpt.onnx" --train --pp "$stages" --pp-layers "$split" --untie-embeddings \
+  -o "$work/plan" | grep "pipeline stage"
+[ "$stages" -le "$(nproc)" ] || echo "note: $stages ranks on $(nproc) cores: oversubscribed, the idle fractions include waiting for a core"
+for m in "${micros[@]}"; do
+  for schedule in gpipe 1f1b; do
+    build/tools/partita launch -n "$stages" "$work/plan" --steps 4 --data "$work/tokens.npy" --batch 2 --seq 128 \
+      --micro-batches "$m" --schedule "$schedule" --threads 1 --output-dir "$work/r-$schedule-$m" \
+      --trace "$work/trace-$schedule-$m.json" >/dev/null 2>&1
+    /usr/bin/python3 - "$work/trace-$schedule-$m.json" "$work/plan/plan.json" "$schedule" "$m" "$stages" <<'PY'
+import json, math, statistics, sys
+trace, plan_path, schedule, m, p = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+events = [e for e in json.load(open(trace))["traceEvents"] if e["ph"] == "X"]
+plan = json.load(open(plan_path))
+steps = sorted({e["name"] for e in events if e["cat"] == "step"}, key=lambda s: int(s.split()[1]))[1:]
+idle = {r: [] for r in range(p)}
+inflight = {r: 0 for r in range(p)}
+for step in steps:
+    spans = {e["tid"]: (e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == step}
+    inside = [e for e in events if e["cat"] == "compute" and not e["name"].startswith("optimizer")
+              and spans[e["tid"]][0] <= e["ts"] <= spans[e["tid"]][1]]
+    start = min(e["ts"] for e in inside)
+    end = max(e["ts"] + e["dur"] for e in inside)
+    for r in range(p):
+        mine = sorted((e for e in inside if e["tid"] == r), key=lambda e: e["ts"])
+        idle[r].append(1 - sum(e["dur"] for e in mine) / (end - start))
+        live = 0
+        for e in mine:
+            live += 1 if e["name"].startswith("forward") else -1
+            inflight[r] = max(inflight[r], live if e["name"].startswith("forward") else live + 1)
+want = (p - 1) / (m + p - 1)
+saved = {}
+for r in plan["ranks"]:
+    outs = plan["program_io"][r["programs"]["forward"]]["outputs"]
+    bwd = {t["name"] for t in plan["program_io"][r["programs"]["backward"]]["inputs"]}
+    saved[r["coords"]["pp"]] = sum(math.prod(t["shape"]) * 4 for t in outs if t["name"] in bwd)
+for r in range(p):
+    got = statistics.median(idle[r])
+    print(f"{schedule:5} m={m}: stage {r} idle {got:.3f} (formula {want:.3f}, ratio {got / want:.2f}); "
+          f"at most {inflight[r]} micro-batches in flight, {inflight[r] * saved[r] / 1e6:.1f} MB of saved activations")
+PY
+  done
+done

@@ -1,0 +1,63 @@
+//===- TraceLog.cpp -------------------------------------------------------===//
+#include "runtime/train/TraceLog.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace partita::rt {
+
+static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+static std::string partPath(llvm::StringRef file, int rank) { return (file + ".rank" + llvm::Twine(rank)).str(); }
+
+void TraceLog::slice(llvm::StringRef name, int64_t micro, llvm::StringRef cat, Clock::time_point start,
+                     Clock::time_point end) {
+  if (!on_)
+    return;
+  auto us = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+  };
+  slices_.push_back({micro >= 0 ? (name + " " + llvm::Twine(micro)).str() : name.str(), cat.str(), us(start),
+                     us(end) - us(start)});
+}
+
+llvm::Error TraceLog::writePart(llvm::StringRef file, int rank, llvm::StringRef track) const {
+  llvm::json::Array events;
+  events.push_back(llvm::json::Object{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", rank},
+                                      {"args", llvm::json::Object{{"name", track}}}});
+  for (const Slice &s : slices_)
+    events.push_back(llvm::json::Object{{"name", s.name}, {"cat", s.cat}, {"ph", "X"}, {"pid", 0}, {"tid", rank},
+                                        {"ts", s.startUs}, {"dur", s.durUs}});
+  std::error_code ec;
+  llvm::raw_fd_ostream os(partPath(file, rank), ec);
+  if (ec)
+    return fail("cannot write " + partPath(file, rank) + ": " + ec.message());
+  os << llvm::json::Value(std::move(events));
+  return llvm::Error::success();
+}
+
+llvm::Error joinTrace(llvm::StringRef file, int ranks) {
+  llvm::json::Array all;
+  for (int r = 0; r < ranks; ++r) {
+    auto buf = llvm::MemoryBuffer::getFile(partPath(file, r));
+    if (!buf)
+      return fail("cannot read " + partPath(file, r) + ": " + buf.getError().message());
+    auto part = llvm::json::parse((*buf)->getBuffer());
+    if (!part)
+      return part.takeError();
+    if (auto *events = part->getAsArray())
+      for (llvm::json::Value &e : *events)
+        all.push_back(std::move(e));
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(file, ec);
+  if (ec)
+    return fail("cannot write " + file + ": " + ec.message());
+  os << llvm::json::Value(llvm::json::Object{{"traceEvents", std::move(all)}, {"displayTimeUnit", "ms"}});
+  for (int r = 0; r < ranks; ++r)
+    llvm::sys::fs::remove(partPath(file, r));
+  return llvm::Error::success();
+}
+
+} // namespace partita::rt
