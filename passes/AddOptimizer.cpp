@@ -28,8 +28,14 @@ namespace io = optimizer_io;
 
 namespace {
 
-/// The pipeline stage of the nodes reading weight `w` (-1: no pipeline).
-int64_t stageOfWeight(const Value &w) {
+/// The pipeline stage that updates weight `w`: where its gradient is
+/// complete (a table read on two stages, a tied head's, sums both
+/// contributions there); -1: no pipeline.
+int64_t stageOfWeight(const Graph &g, const Value &w) {
+  const Value *grad = g.findValue("grad." + w.name());
+  const Node *def = grad ? grad->definingNode() : nullptr;
+  if (def && def->hasAttr(kStageAttr))
+    return def->intAttr(kStageAttr, -1);
   for (const Node *u : w.users())
     if (u->hasAttr(kStageAttr))
       return u->intAttr(kStageAttr, -1);
@@ -122,7 +128,7 @@ public:
         for (const auto &d : w->sharding()->dims)
           axes.insert(d.begin(), d.end());
       std::string key = llvm::join(axes.begin(), axes.end(), ",");
-      int64_t stage = stageOfWeight(*w);
+      int64_t stage = stageOfWeight(g, *w);
       Value *&sum = sums[{stage, key}];
       sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
       Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, grad, m, v, scale},

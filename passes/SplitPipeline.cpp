@@ -53,15 +53,18 @@ llvm::Expected<llvm::DenseMap<const Node *, int64_t>> pipelineStages(const Graph
         open.push_back(n);
     }
   }
-  // What reads only weights (and inputs): the earliest stage reading it, else
-  // the stage of its weights' other readers.
+  // What reads only weights (and inputs), such as ZeRO-3's gathers: on every
+  // stage that reads it (each holds the weights it reads); read by none (an
+  // output), on the stage of its weights' other readers.
   for (auto it = open.rbegin(); it != open.rend(); ++it) {
     const Node *n = *it;
+    if (llvm::any_of(n->outputs(), [](const Value *o) {
+          return llvm::any_of(o->users(), [](const Node *u) { return !isLeaf(u); });
+        })) {
+      stage[n] = kReplicated;
+      continue;
+    }
     int64_t s = stages;
-    for (const Value *out : n->outputs())
-      for (const Node *u : out->users())
-        if (int64_t t = stage.lookup(u); !isLeaf(u) && t != kReplicated)
-          s = std::min(s, t);
     for (size_t i = 0; i < n->numInputs() && s == stages; ++i)
       if (const Value *in = n->input(i); in && in->definingNode() && in->definingNode()->is("Weight"))
         for (const Node *u : in->users())
@@ -102,19 +105,50 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
   for (const Value *o : g.outputs())
     if (llvm::StringRef(o->name()).startswith("grad."))
       trained.insert(o->name().substr(5));
-  // A trained weight lives on one stage.
+  // Per stage, the nodes without one it computes itself (it reads them,
+  // directly or through others).
+  std::vector<llvm::DenseSet<const Node *>> wanted(stages);
+  for (int64_t s = 0; s < stages; ++s)
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      const Node *n = *it;
+      if (isLeaf(n) || stage.lookup(n) != kReplicated)
+        continue;
+      for (const Value *o : n->outputs())
+        for (const Node *u : o->users())
+          if (!isLeaf(u) && (stage.lookup(u) == s || (stage.lookup(u) == kReplicated && wanted[s].count(u))))
+            wanted[s].insert(n);
+      for (const Value *o : n->outputs())
+        if (g.isGraphOutput(o) && s == stages - 1)
+          wanted[s].insert(n);
+    }
+  auto on = [&](const Node *n, int64_t s) { return !isLeaf(n) && (stage.lookup(n) == s || wanted[s].count(n)); };
+  PipelineSplit out;
+  // A trained weight read on several stages: its update's stage sends it to the others.
   for (const Node *n : nodes) {
     if (!n->is("Weight") || !trained.count(n->output()->name()))
       continue;
     std::set<int64_t> readers;
+    int64_t owner = -1;
     for (const Node *u : n->output()->users())
-      if (!isLeaf(u) && stage.lookup(u) != kReplicated)
-        readers.insert(stage.lookup(u));
-    if (readers.size() > 1)
+      for (int64_t s = 0; s < stages; ++s)
+        if (on(u, s)) {
+          readers.insert(s);
+          if (u->is("AdamW", "partita"))
+            owner = s;
+        }
+    if (readers.size() < 2)
+      continue;
+    // The stage whose step writes it (under ZeRO the update reads a slice of it).
+    if (const Value *updated = g.findValue(optimizer_io::updated(n->output()->name())))
+      if (const Node *def = updated->definingNode(); def && !isLeaf(def) && stage.lookup(def) != kReplicated)
+        owner = stage.lookup(def);
+    if (owner < 0)
       return fail("trained weight '" + n->output()->name() + "' is read on stages " +
                   llvm::join(llvm::map_range(readers, [](int64_t s) { return std::to_string(s); }), " and ") +
-                  " (an embedding tied to the LM head across stages); pipeline parallelism does not share a "
-                  "trained weight between stages yet: compile with --untie-embeddings");
+                  ", and no optimizer step updates it: no stage can keep the copies equal");
+    for (int64_t s : readers)
+      if (s != owner)
+        out.weights.push_back({n->output()->name(), owner, s});
   }
   // Forward outputs leave from the last stage (the loss, the logits).
   llvm::DenseMap<const Node *, std::string> programOf = assignPrograms(g);
@@ -127,24 +161,9 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
                   llvm::Twine(stages) + "; a pipeline's outputs come from its last stage");
   }
 
-  PipelineSplit out;
   std::set<std::pair<std::string, int64_t>> received; // (value, stage)
   for (int64_t s = 0; s < stages; ++s) {
-    // The input-only nodes this stage reads (directly or through others).
-    llvm::DenseSet<const Node *> wanted;
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      const Node *n = *it;
-      if (isLeaf(n) || stage.lookup(n) != kReplicated)
-        continue;
-      for (const Value *o : n->outputs())
-        for (const Node *u : o->users())
-          if (!isLeaf(u) && (stage.lookup(u) == s || (stage.lookup(u) == kReplicated && wanted.count(u))))
-            wanted.insert(n);
-      for (const Value *o : n->outputs())
-        if (g.isGraphOutput(o) && s == stages - 1)
-          wanted.insert(n);
-    }
-    auto here = [&](const Node *n) { return !isLeaf(n) && (stage.lookup(n) == s || wanted.count(n)); };
+    auto here = [&](const Node *n) { return on(n, s); };
     GraphCopier c(g);
     for (const Value *in : g.inputs())
       if (llvm::any_of(in->users(), here))

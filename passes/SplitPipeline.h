@@ -3,9 +3,10 @@
 // After every other pass, the global training (or inference) graph has a
 // stage on the nodes assign-stages placed and on their backward (autodiff);
 // the nodes later passes made (collectives, the optimizer's, ZeRO's) take the
-// latest stage among their operands' producers, else the earliest among
-// their readers', else their weights'. Nodes that read only graph inputs and
-// constants are copied into every stage that reads them.
+// latest stage among their operands' producers. Nodes that read only graph
+// inputs, constants and weights (position ids, ZeRO-3's gathers) are copied
+// into every stage that reads them; one read by none (an output) takes the
+// stage of its weights' readers.
 //
 // Each stage becomes a graph of its own: a value made on stage a and read on
 // stage b is an output of a's graph and an input of b's, of the same name (an
@@ -14,8 +15,13 @@
 // stage's graph into its forward, backward, grad_norm and step programs. The
 // global graph's grad_norm.stage<s> is stage s's grad_norm output.
 //
-// Refused, naming the value: a trained weight read on two stages (tied
-// embeddings across stages) and a forward graph output made before the last
+// A trained weight read on several stages (an embedding tied to the LM head:
+// the first and the last) is held by each of them. The stage that completes
+// its gradient (it sums the contributions: the head's is an edge) updates it
+// and sends the updated weight to the others after each step (a weight
+// edge), so every copy stays the one parameter.
+//
+// Refused, naming the value: a forward graph output made before the last
 // stage.
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -37,6 +43,8 @@ struct PipelineSplit {
   std::vector<std::unique_ptr<Graph>> stages;
   /// Every edge once; its index is its message tag.
   std::vector<PipelineEdge> edges;
+  /// Trained weights stage `from` updates and stage `to` reads too.
+  std::vector<PipelineEdge> weights;
 };
 
 llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages);

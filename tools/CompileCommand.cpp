@@ -438,6 +438,8 @@ static llvm::Error compile(llvm::StringRef dir) {
       plan.pipelineEdges.push_back({e.value, e.from, e.to});
       edgeValues.insert(e.value);
     }
+    for (const PipelineEdge &e : pipe->weights)
+      plan.pipelineWeights.push_back({e.value, e.from, e.to});
     for (auto &stageGraph : pipe->stages) {
       auto split = splitPrograms(*stageGraph, /*separateBackward=*/train);
       if (!split)

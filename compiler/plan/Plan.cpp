@@ -170,14 +170,19 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
       o[axis] = layout;
     layouts.push_back(std::move(o));
   }
-  llvm::json::Array stagesOfParams, edges;
+  llvm::json::Array stagesOfParams;
   for (int64_t st : p.paramStages)
     stagesOfParams.push_back(st);
-  for (const Plan::Edge &e : p.pipelineEdges)
-    edges.push_back(llvm::json::Object{{"value", e.value}, {"from", e.from}, {"to", e.to}});
+  auto edgeList = [](const std::vector<Plan::Edge> &list) {
+    llvm::json::Array edges;
+    for (const Plan::Edge &e : list)
+      edges.push_back(llvm::json::Object{{"value", e.value}, {"from", e.from}, {"to", e.to}});
+    return edges;
+  };
   llvm::json::Object root{{"format", kPlanFormatName},
                           {"param_stages", std::move(stagesOfParams)},
-                          {"pipeline_edges", std::move(edges)},
+                          {"pipeline_edges", edgeList(p.pipelineEdges)},
+                          {"pipeline_weights", edgeList(p.pipelineWeights)},
                           {"program_io", std::move(io)},
                           {"schedule", llvm::json::Object{{"kind", p.schedule}, {"order", std::move(order)},
                                                           {"saved", std::move(saved)}}},
@@ -351,16 +356,18 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     if (!p.paramStages.empty() && p.paramStages.size() != p.params.size())
       return bad("param_stages does not match params");
   }
-  if (const auto *edges = root->getArray("pipeline_edges"))
-    for (const llvm::json::Value &v : *edges) {
-      const auto *o = v.getAsObject();
-      auto value = o ? o->getString("value") : llvm::None;
-      auto from = o ? o->getInteger("from") : llvm::None;
-      auto to = o ? o->getInteger("to") : llvm::None;
-      if (!value || !from || !to || *from < 0 || *to < 0)
-        return bad("bad pipeline_edges entry (value, from, to)");
-      p.pipelineEdges.push_back({value->str(), *from, *to});
-    }
+  for (auto [key, list] : {std::pair{"pipeline_edges", &p.pipelineEdges}, {"pipeline_weights", &p.pipelineWeights}})
+    if (const auto *edges = root->getArray(key))
+      for (const llvm::json::Value &v : *edges) {
+        const auto *o = v.getAsObject();
+        auto value = o ? o->getString("value") : llvm::None;
+        auto from = o ? o->getInteger("from") : llvm::None;
+        auto to = o ? o->getInteger("to") : llvm::None;
+        if (!value || !from || !to || *from < 0 || *to < 0)
+          return bad(key == std::string("pipeline_edges") ? "bad pipeline_edges entry (value, from, to)"
+                                                          : "bad pipeline_weights entry (value, from, to)");
+        list->push_back({value->str(), *from, *to});
+      }
   if (const auto *parts = root->getArray("param_partitioned")) {
     for (const llvm::json::Value &v : *parts) {
       auto b = v.getAsBoolean();

@@ -131,6 +131,10 @@ struct Plan {
     int64_t from = 0, to = 0; // stages
   };
   std::vector<Edge> pipelineEdges;
+  /// Trained weights stage `from` updates and stage `to` reads too (a tied
+  /// embedding): sent after each step (plan.json `pipeline_weights`; tag:
+  /// pipelineEdges.size() + its index).
+  std::vector<Edge> pipelineWeights;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
   /// The number of pipeline stages (the mesh's pp axis; 1 without one).

@@ -51,7 +51,49 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
       s.links(phase, true).push_back(std::move(l));
     }
   }
+  for (size_t i = 0; i < plan.pipelineWeights.size(); ++i) {
+    const Plan::Edge &e = plan.pipelineWeights[i];
+    if (e.from >= stages || e.to >= stages || e.from == e.to)
+      return fail("shared weight '" + e.value + "' joins stages " + llvm::Twine(e.from) + " and " +
+                  llvm::Twine(e.to) + " of a " + llvm::Twine(stages) + "-stage plan");
+    if (e.from != stage && e.to != stage)
+      continue;
+    if (!pp || !forward.staticTensor(e.value))
+      return fail("stage " + llvm::Twine(stage) + " shares weight '" + e.value +
+                  "' with another stage, but " + (pp ? "its forward program has no such weight" : "has no pp group"));
+    Link l;
+    l.tag = static_cast<int>(plan.pipelineEdges.size() + i);
+    l.value = e.value;
+    l.peer = static_cast<int>(e.from == stage ? e.to : e.from);
+    (e.from == stage ? s.sendWeights_ : s.recvWeights_).push_back(std::move(l));
+  }
   return std::move(s);
+}
+
+llvm::Error StageLinks::startSend(const Link &l, const TensorView &v) {
+  const auto *p = static_cast<const uint8_t *>(v.data);
+  pending_.push_back({-1, std::vector<uint8_t>(p, p + v.bytes())});
+  auto handle = pp_->startSend(pending_.back().bytes.data(), static_cast<size_t>(v.numel()), v.dtype, l.peer, l.tag);
+  if (!handle) {
+    pending_.pop_back();
+    return fail("sending %" + l.value + " to stage " + llvm::Twine(l.peer) + ": " + llvm::toString(handle.takeError()));
+  }
+  pending_.back().handle = *handle;
+  bytesSent_ += static_cast<double>(v.bytes());
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> StageLinks::exchangeWeights(Program &forward) {
+  for (const Link &l : sendWeights_)
+    if (auto err = startSend(l, *forward.staticTensor(l.value)))
+      return std::move(err);
+  for (const Link &l : recvWeights_) {
+    const TensorView &w = *forward.staticTensor(l.value); // the program's own buffer: written in place
+    if (auto err = pp_->recv(w.data, static_cast<size_t>(w.numel()), w.dtype, l.peer, l.tag))
+      return fail("receiving the updated weight '" + l.value + "' from stage " + llvm::Twine(l.peer) + ": " +
+                  llvm::toString(std::move(err)));
+  }
+  return !recvWeights_.empty();
 }
 
 llvm::Error StageLinks::receive(Phase phase, llvm::StringMap<Tensor> &into) {
@@ -78,16 +120,8 @@ llvm::Error StageLinks::send(Phase phase, const std::vector<TensorView> &outputs
   for (const Link &l : links(phase, true)) {
     if (l.output >= outputs.size())
       return fail("the program returned no output for %" + l.value);
-    const TensorView &v = outputs[l.output];
-    const auto *p = static_cast<const uint8_t *>(v.data);
-    pending_.push_back({-1, std::vector<uint8_t>(p, p + v.bytes())});
-    auto handle = pp_->startSend(pending_.back().bytes.data(), static_cast<size_t>(v.numel()), v.dtype, l.peer, l.tag);
-    if (!handle) {
-      pending_.pop_back();
-      return fail("sending %" + l.value + " to stage " + llvm::Twine(l.peer) + ": " + llvm::toString(handle.takeError()));
-    }
-    pending_.back().handle = *handle;
-    bytesSent_ += static_cast<double>(v.bytes());
+    if (auto err = startSend(l, outputs[l.output]))
+      return err;
   }
   return llvm::Error::success();
 }

@@ -34,6 +34,10 @@ public:
   /// Sends the phase's outputs other stages read (`outputs`: the program's,
   /// in its order).
   llvm::Error send(Phase phase, const std::vector<TensorView> &outputs);
+  /// After each optimizer step: the stage that updates a weight other
+  /// stages read too (Plan::pipelineWeights) sends it; those receive it into
+  /// `forward`'s copy. Returns whether this stage's weights changed.
+  llvm::Expected<bool> exchangeWeights(Program &forward);
   /// Waits for every send started (their buffers are then free).
   llvm::Error drain();
   /// Whether the phase's program receives (sends) anything.
@@ -68,6 +72,8 @@ private:
   }
   Communicator *pp_ = nullptr;
   std::vector<Link> recvForward_, recvBackward_, sendForward_, sendBackward_;
+  std::vector<Link> sendWeights_, recvWeights_;
+  llvm::Error startSend(const Link &l, const TensorView &v);
   std::deque<Pending> pending_;
   double bytesSent_ = 0;
 };

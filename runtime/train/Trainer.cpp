@@ -245,9 +245,17 @@ llvm::Error TrainingRun::run(const Action &action) {
     return err;
   }
   case Action::Kind::OptimizerStep: {
-    llvm::Error err = skipped_ ? llvm::Error::success() : optimizerStep();
+    if (auto err = skipped_ ? llvm::Error::success() : optimizerStep())
+      return err;
+    if (links_) { // the copies of a weight two stages read (a tied embedding) stay one
+      auto changed = links_->exchangeWeights(fwd_);
+      if (!changed)
+        return changed.takeError();
+      if (*changed)
+        fwd_.weightsChanged();
+    }
     trace_.slice("optimizer step", -1, "compute", start, Clock::now());
-    return err;
+    return llvm::Error::success();
   }
   }
   return fail(llvm::Twine("the training loop cannot run ") + actionName(action.kind));
@@ -465,6 +473,9 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
   }
+  if (links_)
+    if (auto err = links_->drain())
+      return err;
   if (trace_.on()) {
     std::string coords;
     for (const MeshAxis &a : plan_.mesh.axes)

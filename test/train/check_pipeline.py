@@ -13,9 +13,10 @@ checks:
     arithmetic (a key bias: see check_zero.py), where AdamW turns rounding
     into full steps (a glob may end in [a:b]: those rows only, as a fused
     q/k/v bias's key part);
-  - each rank's forward program holds only its stage's parameters, every
-    parameter is on exactly one stage, and the stages' parameters are the
-    model's (ONNX initializers).
+  - each rank's forward program holds only its stage's parameters (and a
+    copy of a table another stage updates and sends it: a tied embedding),
+    every parameter is on exactly one stage, and the stages' parameters are
+    the model's (ONNX initializers).
 The run without a pipeline is itself checked against PyTorch (check_training.py).
 """
 import csv
@@ -97,14 +98,18 @@ check(set(params) == set(base_params) and worst <= 1e-6 and len(compared) > len(
 # Each stage holds its own parameters, and together they are the model's.
 initializers = {t.name for t in onnx.load(fixture, load_external_data=False).graph.initializer}
 stage_of = dict(zip(plan["params"], plan["param_stages"]))
-check(len(stage_of) == len(plan["params"]) and set(stage_of) <= initializers and set(stage_of.values()) ==
-      set(range(pp)), f"{len(stage_of)} parameters over stages {sorted(set(stage_of.values()))}")
+targets = {t["initializer"] for ts in plan["param_targets"] for t in ts}  # a fused q/k/v piece's is the whole
+check(len(stage_of) == len(plan["params"]) and targets <= initializers and set(stage_of.values()) ==
+      set(range(pp)), f"{len(stage_of)} parameters of the model's initializers over stages "
+                      f"{sorted(set(stage_of.values()))}")
 for r in plan["ranks"]:
     fwd = onnx.load(os.path.join(out, r["programs"]["forward"]), load_external_data=False)
     held = {t.name for t in fwd.graph.initializer if t.name in stage_of}
     mine = {p for p, s in stage_of.items() if s == r["coords"]["pp"]}
-    check(held == mine, f"rank {r['rank']} (stage {r['coords']['pp']}) holds {len(held)} parameters, "
-                        f"its stage's {len(mine)}" + ("" if held == mine else f": extra {sorted(held - mine)[:3]}"))
+    shared = {e["value"] for e in plan["pipeline_weights"] if e["to"] == r["coords"]["pp"]}  # a tied table's copy
+    check(held == mine | shared, f"rank {r['rank']} (stage {r['coords']['pp']}) holds {len(held)} parameters, "
+                                 f"its stage's {len(mine)} and {len(shared)} it receives after each step" +
+                                 ("" if held == mine | shared else f": extra {sorted(held - mine - shared)[:3]}"))
 
 print(f"check_pipeline: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
