@@ -19,16 +19,13 @@ checks:
     the model's (ONNX initializers).
 The run without a pipeline is itself checked against PyTorch (check_training.py).
 """
-import csv
 import fnmatch
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from trained_run import Checks, token_file, train_and_merge
 
 partita, name, work = sys.argv[1], sys.argv[2], sys.argv[3]
 tp, pp, dp, zero, micro = (int(a) for a in sys.argv[4:9])
@@ -37,40 +34,18 @@ rest = sys.argv[11:]
 flags, noise = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 fixture = name if name.endswith(".onnx") else os.path.join(root, "models", "fixtures", name + ".onnx")
-os.makedirs(work, exist_ok=True)
-rng = np.random.default_rng(5)
-tokens = os.path.join(work, "tokens.npy")
-np.save(tokens, rng.integers(0, 64, size=4096).astype(np.uint16))
-
-passed = failed = 0
-
-
-def check(ok, msg):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(("PASS " if ok else "FAIL ") + msg)
+tokens = token_file(work, 5)
+check = Checks()
 
 
 def train(stages):
-    out, res = os.path.join(work, f"pp{stages}"), os.path.join(work, f"res{stages}")
-    subprocess.run([partita, "compile", fixture, "--train", "--tp", str(tp), "--pp", str(stages), "--dp", str(dp),
-                    "--zero", str(zero), "-o", out] + flags, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([partita, "launch", "-n", str(tp * stages * dp), out, "--steps", "10", "--data", tokens,
-                    "--batch", "2", "--seq", "16", "--lr", "0.003", "--seed", "1", "--micro-batches", str(micro),
-                    "--threads", "1", "--clip-grad-norm", clip, "--schedule", schedule, "--output-dir", res],
-                   check=True, stdout=subprocess.DEVNULL)
-    merged = os.path.join(work, f"merged{stages}.onnx")
-    subprocess.run([partita, "merge", fixture, out, res, "-o", merged], check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(res, "loss.csv")) as f:
-        losses = [float(r["loss"]) for r in csv.DictReader(f)]
-    params = {t.name: numpy_helper.to_array(t) for t in onnx.load(merged).graph.initializer}
-    with open(os.path.join(out, "plan.json")) as f:
-        plan = json.load(f)
-    return out, losses, params, plan
+    return train_and_merge(partita, fixture, work, f"pp{stages}", tp * stages * dp, tokens,
+                           ["--tp", str(tp), "--pp", str(stages), "--dp", str(dp), "--zero", str(zero)] + flags,
+                           ["--micro-batches", str(micro), "--clip-grad-norm", clip, "--schedule", schedule])
 
 
-_, base_losses, base_params, _ = train(1)
-out, losses, params, plan = train(pp)
+base_losses, base_params, _, _ = train(1)
+losses, params, plan, out = train(pp)
 check(len(losses) == 10 == len(base_losses), f"{len(losses)} losses at --pp {pp}, {len(base_losses)} without")
 for step, (a, b) in enumerate(zip(losses, base_losses), 1):
     err = abs(a - b) / abs(b)
@@ -111,5 +86,4 @@ for r in plan["ranks"]:
                                  f"its stage's {len(mine)} and {len(shared)} it receives after each step" +
                                  ("" if held == mine | shared else f": extra {sorted(held - mine - shared)[:3]}"))
 
-print(f"check_pipeline: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.exit_code("check_pipeline"))

@@ -26,17 +26,14 @@ checks:
 The reference sizes come from the ONNX initializers and the formula, not
 from the compiler's output.
 """
-import csv
 import fnmatch
-import json
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from trained_run import Checks, token_file, train_and_merge
 
 partita, name, work = sys.argv[1], sys.argv[2], sys.argv[3]
 tp, dp, micro, stage = (int(a) for a in sys.argv[4:8])
@@ -44,33 +41,15 @@ clip, noise = sys.argv[8], sys.argv[9:]
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 fixture = os.path.join(root, "models", "fixtures", name + ".onnx")
 os.makedirs(work, exist_ok=True)
-rng = np.random.default_rng(3)
-tokens = os.path.join(work, "tokens.npy")
-np.save(tokens, rng.integers(0, 64, size=4096).astype(np.uint16))
-
-passed = failed = 0
-
-
-def check(ok, msg):
-    global passed, failed
-    passed, failed = passed + bool(ok), failed + (not ok)
-    print(("PASS " if ok else "FAIL ") + msg)
+tokens = token_file(work, 3)
+check = Checks()
 
 
 def train(z):
-    out, res = os.path.join(work, f"z{z}"), os.path.join(work, f"res{z}")
-    subprocess.run([partita, "compile", fixture, "--train", "--tp", str(tp), "--dp", str(dp), "--zero", str(z),
-                    "--bucket-mb", "0.01", "-o", out], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([partita, "launch", "-n", str(tp * dp), out, "--steps", "10", "--data", tokens, "--batch", "2",
-                    "--seq", "16", "--lr", "0.003", "--seed", "1", "--micro-batches", str(micro), "--threads", "1",
-                    "--clip-grad-norm", clip, "--output-dir", res], check=True, stdout=subprocess.DEVNULL)
-    merged = os.path.join(work, f"merged{z}.onnx")
-    subprocess.run([partita, "merge", fixture, out, res, "-o", merged], check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(res, "loss.csv")) as f:
-        losses = [float(r["loss"]) for r in csv.DictReader(f)]
-    params = {t.name: numpy_helper.to_array(t) for t in onnx.load(merged).graph.initializer}
-    with open(os.path.join(out, "plan.json")) as f:
-        plan = json.load(f)
+    losses, params, plan, _ = train_and_merge(
+        partita, fixture, work, f"z{z}", tp * dp, tokens,
+        ["--tp", str(tp), "--dp", str(dp), "--zero", str(z), "--bucket-mb", "0.01"],
+        ["--micro-batches", str(micro), "--clip-grad-norm", clip])
     return losses, params, plan
 
 
@@ -135,5 +114,4 @@ if stage >= 3:
               f"rank {r}: the forward stores {sum(held.values())} parameter elements, "
               f"--zero 0's {base_held} (1/dp plus padding: <= {math.ceil(base_held / dp) + len(held) * dp})")
 
-print(f"check_zero: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.exit_code("check_zero"))
