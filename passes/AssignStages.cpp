@@ -20,6 +20,7 @@
 // stage: every stage that reads them computes its own (split-pipeline). Each
 // stage's layers and cost are added to the graph's coverage (plan.json).
 //===----------------------------------------------------------------------===//
+#include "passes/LayerNames.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -34,32 +35,6 @@ namespace partita {
 namespace {
 
 bool isLeaf(const Node &n) { return n.is("Constant") || n.is("Weight"); }
-
-/// The module path up to its first numbered part: "/h.3" for "/h.3/attn/MatMul",
-/// "h.3" for "h.3.attn.c_attn.weight"; "" when the name has none. A number
-/// counts only after a '.' (PyTorch's ModuleList index), not after '_' (an op
-/// counter, "/Add_1").
-std::string layerKey(llvm::StringRef name) {
-  for (size_t i = 0; i + 1 < name.size(); ++i) {
-    if (name[i] != '.' || !llvm::isDigit(name[i + 1]))
-      continue;
-    size_t end = i + 1;
-    while (end < name.size() && llvm::isDigit(name[end]))
-      ++end;
-    if (end == name.size() || name[end] == '.' || name[end] == '/')
-      return name.take_front(end).str();
-  }
-  return "";
-}
-
-/// The layer a node belongs to: from its name, else from a weight it reads.
-std::string layerOf(const Node &n) {
-  std::string key = layerKey(n.name());
-  for (size_t i = 0; i < n.numInputs() && key.empty(); ++i)
-    if (const Value *in = n.input(i); in && in->definingNode() && in->definingNode()->is("Weight"))
-      key = layerKey(in->definingNode()->stringAttr("name", ""));
-  return key;
-}
 
 /// Multiply-adds of a product (2·M·N·K), else the elements written.
 double costOf(const Node &n) {

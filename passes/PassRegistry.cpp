@@ -12,7 +12,7 @@ void registerAllPasses() {
                              commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
                              insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass,
-                             classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass})
+                             classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass})
     PassRegistry::get().add(make());
 }
 

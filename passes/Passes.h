@@ -35,5 +35,6 @@ PassInfo tieEmbeddingsPass();
 PassInfo addOptimizerPass();
 PassInfo zeroPartitionPass();
 PassInfo assignStagesPass();
+PassInfo recomputePass();
 
 } // namespace partita

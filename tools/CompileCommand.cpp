@@ -41,6 +41,10 @@ static cl::list<std::string> inputShapes("input-shape", cl::desc("Fix an input's
 static cl::opt<int> tp("tp", cl::desc("Tensor-parallel size"), cl::init(1), cl::sub(compileCmd));
 static cl::opt<int> pp("pp", cl::desc("Pipeline-parallel size"), cl::init(1), cl::sub(compileCmd));
 static cl::opt<int> dp("dp", cl::desc("Data-parallel size"), cl::init(1), cl::sub(compileCmd));
+static cl::opt<std::string> recompute("recompute",
+                                      cl::desc("Activation recompute in the backward: none (default), selective "
+                                               "(the attention core) or full (each layer, from its input)"),
+                                      cl::init("none"), cl::sub(compileCmd));
 static cl::list<int> ppLayers("pp-layers",
                               cl::desc("Transformer layers per pipeline stage (3,4,4,3) instead of the cost balance"),
                               cl::CommaSeparated, cl::sub(compileCmd));
@@ -269,6 +273,10 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--tp, --pp and --dp must be >= 1");
   if (!ppLayers.empty() && static_cast<int>(ppLayers.size()) != pp)
     return fail("--pp-layers gives " + llvm::Twine(ppLayers.size()) + " stage(s), --pp is " + llvm::Twine(pp));
+  if (recompute != "none" && recompute != "selective" && recompute != "full")
+    return fail("--recompute " + recompute + ": none, selective or full");
+  if (recompute != "none" && !train)
+    return fail("--recompute " + recompute + " needs --train (it trades the backward's saved activations for compute)");
   if (pp > 1 && emitGradients && !train)
     return fail("--emit-gradients returns every gradient from one program; with --pp use --train");
   if (dp > 1 && !train)
@@ -331,7 +339,8 @@ static llvm::Error compile(llvm::StringRef dir) {
       return fail(llvm::toString(std::move(err)));
     pm = PassManager();
     pm.verifyEach = true;
-    pipeline = "add-loss," + (pp > 1 ? assignStages() + "," : "") + "autodiff,remove-identity,cse,dce";
+    pipeline = "add-loss," + (pp > 1 ? assignStages() + "," : "") + "autodiff," +
+               (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") + "remove-identity,cse,dce";
   } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
     pipeline += ",classify-parameters";
   }
