@@ -36,6 +36,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -133,11 +134,27 @@ private:
   /// (what it received too) and the forward's outputs, which its backward
   /// reads. Alone in flight (no pipeline), the outputs are the forward
   /// program's buffers; under a pipeline, copies.
+  /// Under a pipeline each micro-batch in flight has buffers of its own for
+  /// the forward's outputs (bound before its forward runs, so nothing is
+  /// copied), taken from a pool as 1F1B or GPipe needs them.
+  struct OutputSet {
+    std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> buffers;
+  };
+  std::vector<std::unique_ptr<OutputSet>> freeSets_;
+  struct BoundOutput {
+    size_t index;
+    size_t bytes;
+  };
+  std::vector<BoundOutput> bound_; // the forward's outputs written into a set
+  MemoryCharge setsCharge_{MemoryCategory::Activations, 0};
+  size_t setsMade_ = 0;
+  std::unique_ptr<OutputSet> takeSet();
   struct InFlight {
     Tensor ids, labels;
     llvm::StringMap<Tensor> received;
     llvm::StringMap<TensorView> feeds;
-    std::vector<Tensor> copies;
+    std::unique_ptr<OutputSet> set;
+    std::vector<Tensor> copies; // outputs the program cannot write into a set (none usually)
     std::vector<TensorView> outputs;
   };
   std::map<int64_t, InFlight> inFlight_;
@@ -164,6 +181,22 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
     if (!links)
       return links.takeError();
     links_.emplace(std::move(*links));
+    // The outputs each micro-batch keeps in its own buffers (not the loss).
+    auto io = plan_.programIO.find(session_.rankPlan().program("forward"));
+    if (io == plan_.programIO.end() || io->second.outputs.size() != fwd_.outputNames().size())
+      return fail("plan.json has no outputs for this rank's forward program");
+    for (size_t i = lastStage() ? 1 : 0; i < io->second.outputs.size(); ++i) {
+      const TensorType &t = io->second.outputs[i].type;
+      bound_.push_back({i, static_cast<size_t>(t.numel()) * dtypeSize(t.dtype)});
+    }
+    std::unique_ptr<OutputSet> first = takeSet();
+    for (size_t k = bound_.size(); k-- > 0;) // those the program cannot write elsewhere are copied
+      if (llvm::Error err = fwd_.bindOutput(fwd_.outputNames()[bound_[k].index], first->buffers[k].get())) {
+        llvm::consumeError(std::move(err));
+        bound_.erase(bound_.begin() + static_cast<long>(k));
+        first->buffers.erase(first->buffers.begin() + static_cast<long>(k));
+      }
+    freeSets_.push_back(std::move(first));
   }
   for (size_t i = 0; i < plan_.params.size(); ++i) {
     if (!plan_.paramStages.empty() && plan_.paramStages[i] != stage_)
@@ -230,6 +263,24 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   stepProgram_.setProfiling(o_.profile, o_.profileByNode);
   gradNorm_.setProfiling(o_.profile, o_.profileByNode);
   return llvm::Error::success();
+}
+
+std::unique_ptr<TrainingRun::OutputSet> TrainingRun::takeSet() {
+  if (!freeSets_.empty()) {
+    std::unique_ptr<OutputSet> set = std::move(freeSets_.back());
+    freeSets_.pop_back();
+    return set;
+  }
+  auto set = std::make_unique<OutputSet>();
+  size_t total = 0;
+  for (const BoundOutput &b : bound_) {
+    size_t rounded = (std::max<size_t>(b.bytes, 1) + 63) / 64 * 64;
+    set->buffers.emplace_back(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)), std::free);
+    total += rounded;
+  }
+  setsCharge_.resize(setsCharge_.bytes() + total);
+  ++setsMade_;
+  return set;
 }
 
 llvm::Error TrainingRun::run(const Action &action) {
@@ -303,6 +354,12 @@ llvm::Error TrainingRun::forward(const Action &action) {
       trace_.slice("receive", action.microBatch, "pipeline", t0, Clock::now());
   }
   Clock::time_point t1 = Clock::now();
+  if (links_) { // this micro-batch's own output buffers
+    m.set = takeSet();
+    for (size_t k = 0; k < bound_.size(); ++k)
+      if (auto err = fwd_.bindOutput(fwd_.outputNames()[bound_[k].index], m.set->buffers[k].get()))
+        return err;
+  }
   grads_->beforeForward(action.microBatch);
   llvm::StringMap<TensorView> reads; // a stage reads some of the model's inputs
   for (const auto &in : fwd_.inputs())
@@ -318,10 +375,16 @@ llvm::Error TrainingRun::forward(const Action &action) {
   if (links_) {
     if (auto err = links_->send(StageLinks::Phase::Forward, *outs))
       return err;
-    for (const TensorView &v : *outs) // the next forward reuses the program's buffers
-      m.copies.push_back(hostCopy(v));
-    for (const Tensor &t : m.copies)
-      m.outputs.push_back(viewOf(t));
+    m.outputs = *outs;
+    m.copies.reserve(outs->size());
+    for (size_t i = 0, k = 0; i < outs->size(); ++i) { // the rest the next forward overwrites
+      if (k < bound_.size() && bound_[k].index == i) {
+        ++k;
+        continue;
+      }
+      m.copies.push_back(hostCopy((*outs)[i]));
+      m.outputs[i] = viewOf(m.copies.back());
+    }
     profile_.phase("send");
     if (links_->sendsIn(StageLinks::Phase::Forward))
       trace_.slice("send", action.microBatch, "pipeline", t2, Clock::now());
@@ -370,8 +433,10 @@ llvm::Error TrainingRun::backward(const Action &action) {
     if (links_->sendsIn(StageLinks::Phase::Backward))
       trace_.slice("send", action.microBatch, "pipeline", t2, Clock::now());
   }
-  if (stages_ > 1)
+  if (stages_ > 1) {
+    freeSets_.push_back(std::move(m.set));
     inFlight_.erase(it);
+  }
   return llvm::Error::success();
 }
 
