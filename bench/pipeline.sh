@@ -8,6 +8,8 @@
 # ranks), against the formula (p-1)/(m+p-1), and the most micro-batches a stage held
 # in flight (forwards begun, backwards not done) with their saved activations' bytes
 # (the forward's outputs the backward reads, from plan.json): GPipe M, 1F1B at most p.
+# Then activation recompute (none, selective, full) on the 1F1B run of the last M: each
+# stage's saved bytes per micro-batch and the step time, as ratios to none's.
 # On 2 cores 2 stages run one rank per core; more stages oversubscribe (said below).
 #   bash bench/pipeline.sh [STAGES] [MICRO_BATCHES...]
 set -euo pipefail
@@ -65,3 +67,36 @@ for r in range(p):
 PY
   done
 done
+# Activation recompute on the same pipeline (1F1B, the last M): what each stage
+# saves per micro-batch, and the step time, against --recompute none.
+m=${micros[-1]}
+for r in none selective full; do
+  [ "$r" = none ] || build/tools/partita compile "$work/gpt.onnx" --train --pp "$stages" --pp-layers "$split" \
+    --untie-embeddings --recompute "$r" -o "$work/plan-$r" >/dev/null
+  plan="$work/plan"; [ "$r" = none ] || plan="$work/plan-$r"
+  build/tools/partita launch -n "$stages" "$plan" --steps 4 --data "$work/tokens.npy" --batch 2 --seq 128 \
+    --micro-batches "$m" --threads 1 --output-dir "$work/rr-$r" >/dev/null 2>&1
+  cp "$plan/plan.json" "$work/plan-$r.json"
+done
+/usr/bin/python3 - "$work" "$stages" <<'PY'
+import csv, json, math, statistics, sys
+work, p = sys.argv[1], int(sys.argv[2])
+def saved(r):
+    plan = json.load(open(f"{work}/plan-{r}.json"))
+    out = {}
+    for rank in plan["ranks"]:
+        outs = plan["program_io"][rank["programs"]["forward"]]["outputs"]
+        bwd = {t["name"] for t in plan["program_io"][rank["programs"]["backward"]]["inputs"]}
+        out[rank["coords"]["pp"]] = sum(math.prod(t["shape"]) * 4 for t in outs if t["name"] in bwd)
+    return out
+def step(r):  # the median step time after the first
+    rows = list(csv.DictReader(open(f"{work}/rr-{r}/loss.csv")))
+    t = [float(b["elapsed_s"]) - float(a["elapsed_s"]) for a, b in zip(rows, rows[1:])]
+    return statistics.median(t)
+base, base_t = saved("none"), step("none")
+for r in ("none", "selective", "full"):
+    s, t = saved(r), step(r)
+    print(f"recompute {r:9}: saved per micro-batch " + ", ".join(
+        f"stage {k} {s[k] / 1e6:.2f} MB (x{s[k] / base[k]:.2f})" for k in sorted(s)) +
+        f"; step {t * 1e3:.0f} ms (x{t / base_t:.2f})")
+PY

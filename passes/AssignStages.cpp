@@ -116,6 +116,10 @@ public:
         return passError(name(), "option pp expects an integer >= 1, got '" + value + "'");
       return llvm::Error::success();
     }
+    if (key == "equal") { // interleaving: every stage the same number of layers
+      equal_ = value == "1" || value == "true";
+      return llvm::Error::success();
+    }
     if (key == "layers") { // 3,4,4,3
       llvm::SmallVector<llvm::StringRef> items;
       value.split(items, ',', -1, false);
@@ -224,6 +228,13 @@ public:
           cuts.push_back(k);
     }
     int64_t pieces = static_cast<int64_t>(cuts.size()) + 1;
+    if (equal_ && layers_.empty()) {
+      if (keys.empty() || pieces % pp_ != 0)
+        return passError(name(), "equal stages: the model's " + llvm::Twine(pieces) + " " +
+                                     (keys.empty() ? "pieces" : "layers") + " do not divide into " +
+                                     llvm::Twine(pp_) + " stages (pp x virtual stages)");
+      layers_.assign(pp_, pieces / pp_);
+    }
     if (pp_ > pieces)
       return passError(name(), "pp " + llvm::Twine(pp_) + " is larger than the number of " +
                                    (keys.empty() ? "places to cut the graph" : "layers") + " (" +
@@ -304,6 +315,7 @@ private:
   }
 
   int64_t pp_ = 1;
+  bool equal_ = false;
   std::vector<int64_t> layers_;
 };
 
@@ -316,7 +328,8 @@ PassInfo assignStagesPass() {
           "cross, choosing the boundaries that minimise the slowest stage's cost (multiply-adds); the embedding "
           "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
           "no stage. Adds a line per stage to the coverage report.",
-          "pp=int (1): the number of stages; layers=int,int,... : layers per stage instead of the balance",
+          "pp=int (1): the number of stages; layers=int,int,... : layers per stage instead of the balance; "
+          "equal=0|1 (0): as many layers on every stage (interleaving), refused when they do not divide",
           [] { return std::make_unique<AssignStages>(); }};
 }
 

@@ -45,6 +45,9 @@ static cl::opt<std::string> recompute("recompute",
                                       cl::desc("Activation recompute in the backward: none (default), selective "
                                                "(the attention core) or full (each layer, from its input)"),
                                       cl::init("none"), cl::sub(compileCmd));
+static cl::opt<int> virtualStages("virtual-stages",
+                                  cl::desc("Model chunks per pipeline rank (interleaved 1F1B; needs --pp and --train)"),
+                                  cl::init(1), cl::sub(compileCmd));
 static cl::list<int> ppLayers("pp-layers",
                               cl::desc("Transformer layers per pipeline stage (3,4,4,3) instead of the cost balance"),
                               cl::CommaSeparated, cl::sub(compileCmd));
@@ -178,7 +181,7 @@ struct ParamRecord {
 };
 
 static llvm::Error recordParameters(const Graph &global, const Graph &partitioned, const Graph &local,
-                                    const RankPlan &r, const std::set<std::string> &sent,
+                                    const RankPlan &r, int64_t stage, const std::set<std::string> &sent,
                                     std::map<int64_t, ParamRecord> &byStage) {
   ParamRecord rec;
   auto &[names, parts, types, targets, layouts] = rec;
@@ -202,7 +205,6 @@ static llvm::Error recordParameters(const Graph &global, const Graph &partitione
       layout[a.name] = layoutOf(gw, a.name).str();
     layouts.push_back(std::move(layout));
   }
-  int64_t stage = r.coords.count("pp") ? r.coords.at("pp") : 0;
   auto [it, first] = byStage.try_emplace(stage, std::move(rec));
   if (!first && it->second.names != names)
     return fail("rank " + llvm::Twine(r.rank) + " updates different parameters than the first rank of its stage");
@@ -265,14 +267,22 @@ static std::string assignStages() {
   std::string layers;
   for (int k : ppLayers)
     layers += (layers.empty() ? ",layers=" : ",") + std::to_string(k);
-  return "assign-stages{pp=" + std::to_string(pp) + layers + "}";
+  // Interleaving cuts pp x virtual-stages stages, of equal layers as Megatron does.
+  return "assign-stages{pp=" + std::to_string(pp * virtualStages) + layers +
+         (virtualStages > 1 && ppLayers.empty() ? ",equal=1" : "") + "}";
 }
 
 static llvm::Error compile(llvm::StringRef dir) {
   if (tp < 1 || pp < 1 || dp < 1)
     return fail("--tp, --pp and --dp must be >= 1");
-  if (!ppLayers.empty() && static_cast<int>(ppLayers.size()) != pp)
-    return fail("--pp-layers gives " + llvm::Twine(ppLayers.size()) + " stage(s), --pp is " + llvm::Twine(pp));
+  if (virtualStages < 1)
+    return fail("--virtual-stages must be >= 1");
+  if (virtualStages > 1 && (pp < 2 || !train))
+    return fail("--virtual-stages " + llvm::Twine(virtualStages) + " interleaves the stages of a pipeline's "
+                "training: it needs --pp > 1 and --train");
+  if (!ppLayers.empty() && static_cast<int>(ppLayers.size()) != pp * virtualStages)
+    return fail("--pp-layers gives " + llvm::Twine(ppLayers.size()) + " stage(s), --pp" +
+                (virtualStages > 1 ? " x --virtual-stages is " : " is ") + llvm::Twine(pp * virtualStages));
   if (recompute != "none" && recompute != "selective" && recompute != "full")
     return fail("--recompute " + recompute + ": none, selective or full");
   if (recompute != "none" && !train)
@@ -440,7 +450,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   Plan plan = makePlan(mesh);
   std::set<std::string> edgeValues;
   if (pp > 1) {
-    auto pipe = splitPipeline(g, pp);
+    auto pipe = splitPipeline(g, pp * virtualStages);
     if (!pipe)
       return pipe.takeError();
     for (const PipelineEdge &e : pipe->edges) {
@@ -461,6 +471,7 @@ static llvm::Error compile(llvm::StringRef dir) {
       return split.takeError();
     stageSplits.push_back(std::move(*split));
   }
+  plan.virtualStages = virtualStages;
   plan.optimizer = adamw;
   plan.vocab = vocab;
   plan.zero = dp > 1 ? zero : 0;
@@ -517,7 +528,6 @@ static llvm::Error compile(llvm::StringRef dir) {
   std::map<std::string, const RankPlan *> written;
   std::map<int64_t, ParamRecord> params;
   for (RankPlan &r : plan.ranks) {
-    const std::vector<NamedProgram> &programs = stageSplits[pp > 1 ? r.coords.at("pp") : 0].programs;
     std::string key;
     for (const MeshAxis &a : g.mesh.axes)
       if (usedAxes.count(a.name) && g.mesh.numDevices() > 1)
@@ -531,7 +541,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     llvm::sys::path::append(rankDir, "rank" + std::to_string(r.rank));
     if (auto ec = llvm::sys::fs::create_directories(rankDir))
       return fail("cannot create " + rankDir + ": " + ec.message());
-    for (const NamedProgram &program : programs) {
+    // The rank's stages: one, or one per model chunk (s, s + pp, ...).
+    for (int64_t k = 0, first = pp > 1 ? r.coords.at("pp") : 0; k < virtualStages; ++k)
+    for (const NamedProgram &program : stageSplits[first + k * pp].programs) {
+      const int64_t stage = first + k * pp;
+      const std::string name = chunkProgram(program.name, stage, plan);
       std::unique_ptr<Graph> local = cloneGraph(*program.graph);
       if (g.mesh.numDevices() == 1) {
         local->mesh = Mesh(); // nothing is sharded: the program is the global one
@@ -546,21 +560,22 @@ static llvm::Error compile(llvm::StringRef dir) {
         if (auto err = lpm.run(*local))
           return err;
       }
-      std::string rel = "rank" + std::to_string(r.rank) + "/" + program.name + ".onnx";
+      std::string rel = "rank" + std::to_string(r.rank) + "/" + name + ".onnx";
       llvm::SmallString<256> onnxPath(dir), irPath(rankDir);
       llvm::sys::path::append(onnxPath, rel);
-      llvm::sys::path::append(irPath, program.name + ".pir");
+      llvm::sys::path::append(irPath, name + ".pir");
       if (auto err = writeText(irPath, *local))
         return err;
       ExportOptions eo;
       if (program.name == "forward") { // the one program with weights
-        eo.externalDataFile = "weights.bin"; // never in the protobuf (its limit is 2 GB)
+        // never in the protobuf (its limit is 2 GB); a second chunk's beside the first's
+        eo.externalDataFile = k == 0 ? "weights.bin" : "weights." + std::to_string(k) + ".bin";
         eo.weightsByReference = !materializeWeights;
       }
       if (program.name == optimizer_io::kBackward)
-        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, edgeValues, params))
+        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, stage, edgeValues, params))
           return err;
-      r.programs[program.name] = rel;
+      r.programs[name] = rel;
       plan.programIO[rel] = ProgramIO{specsOf(local->inputs()), specsOf(local->outputs())};
       if (auto err = exportOnnx(*local, onnxPath, eo))
         return err;
@@ -568,11 +583,16 @@ static llvm::Error compile(llvm::StringRef dir) {
         return err;
     }
     // The shards exported beside the program (none when every weight is read by reference).
-    llvm::SmallString<256> weightsPath(dir);
-    llvm::sys::path::append(weightsPath, rankWeightsFile(r));
-    if (llvm::sys::fs::exists(weightsPath))
-      if (auto err = recordProgramHash(r, dir, rankWeightsFile(r)))
-        return err;
+    for (int64_t k = 0; k < virtualStages; ++k) {
+      std::string rel = rankWeightsFile(r);
+      if (k > 0)
+        rel = rel.substr(0, rel.size() - 3) + std::to_string(k) + ".bin";
+      llvm::SmallString<256> weightsPath(dir);
+      llvm::sys::path::append(weightsPath, rel);
+      if (llvm::sys::fs::exists(weightsPath))
+        if (auto err = recordProgramHash(r, dir, rel))
+          return err;
+    }
     written[key] = &r;
   }
   planParameters(params, pp > 1, plan);

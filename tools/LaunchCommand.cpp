@@ -363,6 +363,17 @@ int launchMain(int argc, char **argv) {
     return reportError(tool, std::move(err));
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
+  if (trainPlan && plan->virtualStages > 1) {
+    if (opts.train.microBatches % plan->stages() != 0)
+      return reportError(tool, fail("--micro-batches " + llvm::Twine(opts.train.microBatches) + ": interleaved 1F1B (" +
+                                    llvm::Twine(plan->virtualStages) + " model chunks per rank) runs micro-batches " +
+                                    llvm::Twine(plan->stages()) + " at a time, one per stage: give a multiple of " +
+                                    llvm::Twine(plan->stages())));
+    if (pipelineSchedule.getNumOccurrences() && opts.train.schedule != "1f1b")
+      return reportError(tool, fail("--schedule " + opts.train.schedule + ": the plan has " +
+                                    llvm::Twine(plan->virtualStages) +
+                                    " model chunks per rank, which only interleaved 1F1B runs (--schedule 1f1b)"));
+  }
   if (trainPlan && plan->stages() > opts.train.microBatches)
     llvm::errs() << "partita launch: warning: " << opts.train.microBatches << " micro-batch(es) on "
                  << plan->stages() << " pipeline stages: most stages wait most of the step (give --micro-batches >= "

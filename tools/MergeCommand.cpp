@@ -59,7 +59,8 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
   std::vector<Tensor> parts;
   std::map<int64_t, bool> seenTp;
   for (const RankPlan &r : plan.ranks) {
-    if (!plan.paramStages.empty() && (!r.coords.count("pp") || r.coords.at("pp") != plan.paramStages[param]))
+    if (!plan.paramStages.empty() &&
+        (!r.coords.count("pp") || r.coords.at("pp") != plan.paramStages[param] % plan.stages()))
       continue; // another pipeline stage's rank: it does not hold the parameter
     int64_t tp = r.coords.count("tp") ? r.coords.at("tp") : 0;
     if (seenTp[tp])

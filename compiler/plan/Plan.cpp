@@ -13,6 +13,11 @@
 
 namespace partita {
 
+std::string chunkProgram(llvm::StringRef base, int64_t stage, const Plan &p) {
+  int64_t chunk = stage / std::max<int64_t>(1, p.stages());
+  return chunk == 0 ? base.str() : (base + "." + llvm::Twine(chunk)).str();
+}
+
 Plan makePlan(const Mesh &mesh) {
   Plan p;
   p.mesh = mesh;
@@ -183,6 +188,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"param_stages", std::move(stagesOfParams)},
                           {"pipeline_edges", edgeList(p.pipelineEdges)},
                           {"pipeline_weights", edgeList(p.pipelineWeights)},
+                          {"virtual_stages", p.virtualStages},
                           {"program_io", std::move(io)},
                           {"schedule", llvm::json::Object{{"kind", p.schedule}, {"order", std::move(order)},
                                                           {"saved", std::move(saved)}}},
@@ -325,6 +331,11 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     p.vocab = *v;
   if (auto v = root->getInteger("zero"))
     p.zero = *v;
+  if (auto v = root->getInteger("virtual_stages")) {
+    if (*v < 1 || *v > 1024)
+      return bad("virtual_stages out of range");
+    p.virtualStages = *v;
+  }
   if (const auto *layouts = root->getArray("param_layouts")) {
     for (const auto &l : *layouts) {
       const auto *o = l.getAsObject();

@@ -135,6 +135,10 @@ struct Plan {
   /// embedding): sent after each step (plan.json `pipeline_weights`; tag:
   /// pipelineEdges.size() + its index).
   std::vector<Edge> pipelineWeights;
+  /// Pipeline plans: the model chunks each rank holds (compile
+  /// --virtual-stages; interleaved 1F1B): rank s of pp holds stages s,
+  /// s + pp, ... of pp x virtualStages.
+  int64_t virtualStages = 1;
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
   /// The number of pipeline stages (the mesh's pp axis; 1 without one).
@@ -143,6 +147,11 @@ struct Plan {
     return a ? a->size : 1;
   }
 };
+
+/// The name, among its rank's programs, of program `base` ("forward") of
+/// global stage `stage`: `base` for the rank's first model chunk, `base.k`
+/// for chunk k (virtual stages).
+std::string chunkProgram(llvm::StringRef base, int64_t stage, const Plan &p);
 
 /// Ranks laid out row-major over the mesh axes; groups per axis.
 Plan makePlan(const Mesh &mesh);

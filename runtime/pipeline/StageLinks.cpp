@@ -11,7 +11,8 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
                                               const Program &forward, const Program *backward) {
   StageLinks s;
   s.pp_ = pp;
-  const int64_t stages = plan.stages();
+  // Global stages (model chunks): stage c lives on rank c % pp of the group.
+  const int64_t ranks = plan.stages(), stages = ranks * std::max<int64_t>(1, plan.virtualStages);
   auto outputIndex = [](const Program &p, const std::string &name) -> int64_t {
     const auto &outs = p.outputNames();
     auto it = std::find(outs.begin(), outs.end(), name);
@@ -30,7 +31,7 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
     l.tag = static_cast<int>(i);
     l.value = e.value;
     if (e.to == stage) {
-      l.peer = static_cast<int>(e.from);
+      l.peer = static_cast<int>(e.from % ranks);
       const TensorType *t = forward.inputType(e.value);
       Phase phase = Phase::Forward;
       if (!t && backward && (t = backward->inputType(e.value)))
@@ -40,7 +41,7 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
       l.type = *t;
       s.links(phase, false).push_back(std::move(l));
     } else {
-      l.peer = static_cast<int>(e.to);
+      l.peer = static_cast<int>(e.to % ranks);
       int64_t at = outputIndex(forward, e.value);
       Phase phase = Phase::Forward;
       if (at < 0 && backward && (at = outputIndex(*backward, e.value)) >= 0)
@@ -64,7 +65,7 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
     Link l;
     l.tag = static_cast<int>(plan.pipelineEdges.size() + i);
     l.value = e.value;
-    l.peer = static_cast<int>(e.from == stage ? e.to : e.from);
+    l.peer = static_cast<int>((e.from == stage ? e.to : e.from) % ranks);
     (e.from == stage ? s.sendWeights_ : s.recvWeights_).push_back(std::move(l));
   }
   return std::move(s);

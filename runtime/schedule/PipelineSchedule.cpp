@@ -32,6 +32,39 @@ std::vector<Action> PipelineSchedule::step() const {
   return a;
 }
 
+std::vector<Action> InterleavedSchedule::step() const {
+  const int64_t p = stages_, total = micro_ * chunks_;
+  // The k-th forward (backward) of the rank: its micro-batch and chunk.
+  auto micro = [&](int64_t k) { return (k / (p * chunks_)) * p + k % p; };
+  auto chunk = [&](int64_t k, bool forward) {
+    int64_t c = (k % (p * chunks_)) / p;
+    return forward ? c : chunks_ - 1 - c;
+  };
+  int64_t warmup = micro_ == p ? total : std::min((p - stage_ - 1) * 2 + (chunks_ - 1) * p, total);
+  std::vector<Action> a;
+  auto forward = [&](int64_t k) {
+    Action f{Action::Kind::Forward, micro(k)};
+    f.chunk = chunk(k, true);
+    a.push_back(f);
+  };
+  auto backward = [&](int64_t k) {
+    Action b{Action::Kind::Backward, micro(k), /*lastGradients=*/micro(k) + 1 == micro_};
+    b.chunk = chunk(k, false);
+    a.push_back(b);
+  };
+  for (int64_t k = 0; k < warmup; ++k)
+    forward(k);
+  for (int64_t k = warmup; k < total; ++k) {
+    forward(k);
+    backward(k - warmup);
+  }
+  for (int64_t k = total - warmup; k < total; ++k)
+    backward(k);
+  a.push_back({Action::Kind::ReduceGradients});
+  a.push_back({Action::Kind::OptimizerStep});
+  return a;
+}
+
 int64_t PipelineSchedule::maxInFlight() const {
   return kind_ == PipelineKind::GPipe ? micro_ : std::min(stages_ - stage_, micro_);
 }

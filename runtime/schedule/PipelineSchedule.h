@@ -35,4 +35,19 @@ private:
   int64_t stages_, stage_, micro_;
 };
 
+/// Interleaved 1F1B (Megatron's): rank s holds V model chunks (stages s,
+/// s + p, ...); forwards go through the chunks p micro-batches at a time,
+/// chunk 0 first, backwards through them from the last; (p - s - 1) x 2 +
+/// (V - 1) x p forwards warm up. m must be a multiple of p. The bubble is
+/// (p - 1) / (V x m + p - 1) of the step.
+class InterleavedSchedule final : public Schedule {
+public:
+  InterleavedSchedule(int64_t stages, int64_t stage, int64_t chunks, int64_t microBatches)
+      : stages_(stages), stage_(stage), chunks_(chunks), micro_(microBatches) {}
+  std::vector<Action> step() const override;
+
+private:
+  int64_t stages_, stage_, chunks_, micro_;
+};
+
 } // namespace partita::rt

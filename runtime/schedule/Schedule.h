@@ -28,9 +28,11 @@ struct Action {
   /// Backward: the step's last gradient contribution (the
   /// gradient reduction may start as each gradient is complete).
   bool lastGradients = false;
+  /// Forward, Backward: which of the rank's model chunks (interleaving).
+  int64_t chunk = 0;
 
   bool operator==(const Action &o) const {
-    return kind == o.kind && microBatch == o.microBatch && lastGradients == o.lastGradients;
+    return kind == o.kind && microBatch == o.microBatch && lastGradients == o.lastGradients && chunk == o.chunk;
   }
 };
 

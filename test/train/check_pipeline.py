@@ -39,8 +39,10 @@ check = Checks()
 
 
 def train(stages):
+    # --virtual-stages V (interleaving) only for the pipeline.
+    own = flags if stages > 1 else [f for i, f in enumerate(flags) if "--virtual-stages" not in flags[max(i - 1, 0):i + 1]]
     return train_and_merge(partita, fixture, work, f"pp{stages}", tp * stages * dp, tokens,
-                           ["--tp", str(tp), "--pp", str(stages), "--dp", str(dp), "--zero", str(zero)] + flags,
+                           ["--tp", str(tp), "--pp", str(stages), "--dp", str(dp), "--zero", str(zero)] + own,
                            ["--micro-batches", str(micro), "--clip-grad-norm", clip, "--schedule", schedule])
 
 
@@ -66,22 +68,29 @@ def difference(n):
 
 
 worst = max(difference(n) for n in compared)
-check(set(params) == set(base_params) and worst <= 1e-6 and len(compared) > len(base_params) // 2,
+# Clipping's norm sums the squares in another order (each stage's, then over
+# pp): its coefficient can differ in the last bit, which ten AdamW steps grow.
+tol = 2e-6 if float(clip) > 0 else 1e-6
+check(set(params) == set(base_params) and worst <= tol and len(compared) > len(base_params) // 2,
       f"{len(compared)} of {len(params)} trained initializers equal --pp 1's (largest relative difference "
-      f"{worst:.1e}; left out: {', '.join(sorted(set(base_params) - set(compared))) or 'none'})")
+      f"{worst:.1e}, bound {tol:.0e}; left out: {', '.join(sorted(set(base_params) - set(compared))) or 'none'})")
 
 # Each stage holds its own parameters, and together they are the model's.
 initializers = {t.name for t in onnx.load(fixture, load_external_data=False).graph.initializer}
 stage_of = dict(zip(plan["params"], plan["param_stages"]))
 targets = {t["initializer"] for ts in plan["param_targets"] for t in ts}  # a fused q/k/v piece's is the whole
 check(len(stage_of) == len(plan["params"]) and targets <= initializers and set(stage_of.values()) ==
-      set(range(pp)), f"{len(stage_of)} parameters of the model's initializers over stages "
+      set(range(pp * plan["virtual_stages"])), f"{len(stage_of)} parameters of the model's initializers over stages "
                       f"{sorted(set(stage_of.values()))}")
 for r in plan["ranks"]:
-    fwd = onnx.load(os.path.join(out, r["programs"]["forward"]), load_external_data=False)
-    held = {t.name for t in fwd.graph.initializer if t.name in stage_of}
-    mine = {p for p, s in stage_of.items() if s == r["coords"]["pp"]}
-    shared = {e["value"] for e in plan["pipeline_weights"] if e["to"] == r["coords"]["pp"]}  # a tied table's copy
+    held = set()
+    for name, path in r["programs"].items():
+        if name.split(".")[0] == "forward":
+            fwd = onnx.load(os.path.join(out, path), load_external_data=False)
+            held |= {t.name for t in fwd.graph.initializer if t.name in stage_of}
+    # The rank's stages: its pp coordinate, and with virtual stages that plus k x pp.
+    mine = {p for p, s in stage_of.items() if s % pp == r["coords"]["pp"]}
+    shared = {e["value"] for e in plan["pipeline_weights"] if e["to"] % pp == r["coords"]["pp"]}  # a tied table's copy
     check(held == mine | shared, f"rank {r['rank']} (stage {r['coords']['pp']}) holds {len(held)} parameters, "
                                  f"its stage's {len(mine)} and {len(shared)} it receives after each step" +
                                  ("" if held == mine | shared else f": extra {sorted(held - mine - shared)[:3]}"))

@@ -1,0 +1,280 @@
+//===- StageRun.cpp -------------------------------------------------------===//
+#include "runtime/train/StageRun.h"
+#include "runtime/train/GradientClipping.h"
+#include "runtime/train/HostTensor.h"
+#include "runtime/train/ParameterOutput.h"
+#include <algorithm>
+#include <cstdlib>
+
+namespace partita::rt {
+
+static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+using Clock = TraceLog::Clock;
+
+std::string StageRun::chunkSuffix() const {
+  int64_t ranksStages = plan_.stages();
+  return plan_.virtualStages > 1 ? " (chunk " + std::to_string(stage_ / ranksStages) + ")" : "";
+}
+
+std::vector<std::pair<std::string, Program *>> StageRun::programs() const {
+  std::string s = chunkSuffix();
+  return {{"forward program" + s, p_.forward},
+          {"backward program" + s, p_.backward},
+          {"optimizer program" + s, p_.step},
+          {"gradient norm program" + s, p_.gradNorm}};
+}
+
+llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
+  feeds_ = &feeds;
+  Program &fwd = *p_.forward, &bwd = *p_.backward;
+  if (plan_.stages() > 1) {
+    auto links = StageLinks::create(plan_, stage_, session_.group("pp"), fwd, &bwd);
+    if (!links)
+      return links.takeError();
+    links_.emplace(std::move(*links));
+    // The outputs each micro-batch keeps in its own buffers (not the loss).
+    auto io = plan_.programIO.find(session_.rankPlan().program(chunkProgram("forward", stage_, plan_)));
+    if (io == plan_.programIO.end() || io->second.outputs.size() != fwd.outputNames().size())
+      return fail("plan.json has no outputs for this rank's forward program of stage " + llvm::Twine(stage_));
+    for (size_t i = hasLoss_ ? 1 : 0; i < io->second.outputs.size(); ++i) {
+      const TensorType &t = io->second.outputs[i].type;
+      bound_.push_back({i, static_cast<size_t>(t.numel()) * dtypeSize(t.dtype)});
+    }
+    std::unique_ptr<OutputSet> first = takeSet();
+    for (size_t k = bound_.size(); k-- > 0;) // those the program cannot write elsewhere are copied
+      if (llvm::Error err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], first->buffers[k].get())) {
+        llvm::consumeError(std::move(err));
+        bound_.erase(bound_.begin() + static_cast<long>(k));
+        first->buffers.erase(first->buffers.begin() + static_cast<long>(k));
+      }
+    freeSets_.push_back(std::move(first));
+    // MPI moves a large message only inside MPI calls: the sends progress between kernels.
+    Communicator *pp = session_.group("pp");
+    fwd.setAfterEachKernel([pp] { pp->progress(); });
+    bwd.setAfterEachKernel([pp] { pp->progress(); });
+  }
+  for (size_t i = 0; i < plan_.params.size(); ++i) {
+    if (!plan_.paramStages.empty() && plan_.paramStages[i] != stage_)
+      continue;
+    paramNames_.push_back(plan_.params[i]);
+    if (i < plan_.paramTypes.size())
+      paramTypes_.push_back(plan_.paramTypes[i]);
+    if (i < plan_.paramPartitioned.size())
+      paramPartitioned_.push_back(plan_.paramPartitioned[i]);
+  }
+  for (const std::string &name : paramNames_) {
+    const TensorView *p = fwd.staticTensor(name);
+    if (!p)
+      return fail("the forward program has no weight '" + name + "'");
+    params_.push_back(p);
+  }
+  if (auto err = bindBackwardInputs(feeds))
+    return err;
+  std::vector<std::string> gradOutputs;
+  std::vector<int64_t> numel;
+  const auto &outs = bwd.outputNames();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    gradOutputs.push_back("grad." + paramNames_[i]);
+    if (std::find(outs.begin(), outs.end(), gradOutputs.back()) == outs.end())
+      return fail("the backward program has no gradient output for '" + paramNames_[i] + "'");
+    // Shaped as the step reads it (ZeRO-2: the rank's part of the flat gradient).
+    const TensorType *t = p_.step->inputType(optimizer_io::gradient(paramNames_[i]));
+    if (!t)
+      return fail("the step program has no gradient input for '" + paramNames_[i] + "'");
+    numel.push_back(t->numel());
+  }
+  auto adam = AdamWState::create(*p_.step, paramNames_, params_, plan_.optimizer);
+  if (!adam)
+    return adam.takeError();
+  adam_.emplace(std::move(*adam));
+  auto grads =
+      GradientAccumulator::create(hasLoss_ ? &fwd : nullptr, bwd, std::move(gradOutputs), std::move(numel), microBatches_);
+  if (!grads)
+    return grads.takeError();
+  grads_ = std::move(*grads);
+  for (Program *p : {p_.forward, p_.backward, p_.step, p_.gradNorm})
+    p->setProfiling(o_.profile, o_.profileByNode);
+  fwd.setOverlapCollectives(!o_.noOverlap);
+  bwd.setOverlapCollectives(!o_.noOverlap);
+  return llvm::Error::success();
+}
+
+std::unique_ptr<StageRun::OutputSet> StageRun::takeSet() {
+  if (!freeSets_.empty()) {
+    std::unique_ptr<OutputSet> set = std::move(freeSets_.back());
+    freeSets_.pop_back();
+    return set;
+  }
+  auto set = std::make_unique<OutputSet>();
+  size_t total = 0;
+  for (const BoundOutput &b : bound_) {
+    size_t rounded = (std::max<size_t>(b.bytes, 1) + 63) / 64 * 64;
+    set->buffers.emplace_back(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)), std::free);
+    total += rounded;
+  }
+  setsCharge_.resize(setsCharge_.bytes() + total);
+  return set;
+}
+
+llvm::Error StageRun::bindBackwardInputs(const ForwardFeeds &feeds) {
+  const Program &fwd = *p_.forward;
+  const auto &outs = fwd.outputNames();
+  for (const auto &in : p_.backward->inputs()) {
+    BackwardInput b{in.name};
+    if (auto it = std::find(outs.begin(), outs.end(), in.name); it != outs.end())
+      b.savedIndex = static_cast<int>(it - outs.begin());
+    else if (!(b.weight = fwd.staticTensor(in.name)) && in.name != feeds.idsName && in.name != feeds.labelsName &&
+             !feeds.constants.count(in.name) && !fwd.inputType(in.name) && !(links_ && links_->receives(in.name)))
+      return fail("the backward program's input '" + in.name +
+                  "' is no forward output, forward weight, input of the micro-batch or value another stage sends");
+    bwdInputs_.push_back(std::move(b));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
+  Program &fwd = *p_.forward;
+  // Global batch of a step: dp x micro-batches x B sequences; this replica
+  // takes its dp block, micro-batch by micro-batch.
+  std::vector<int64_t> ids, labels;
+  if (auto err = sampler.fill(step, micro, plan_.vocab, ids, labels))
+    return err;
+  if (!links_)
+    inFlight_.clear(); // one micro-batch at a time: its outputs are the program's buffers
+  InFlight &m = inFlight_[micro];
+  m.ids = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids);
+  m.labels = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
+  llvm::StringMap<TensorView> &feeds = m.feeds;
+  feeds[feeds_->idsName] = viewOf(m.ids);
+  feeds[feeds_->labelsName] = viewOf(m.labels);
+  for (const auto &c : feeds_->constants)
+    feeds[c.getKey()] = viewOf(c.getValue());
+  std::string chunk = chunkSuffix();
+  Clock::time_point t0 = Clock::now();
+  if (links_) {
+    if (auto err = links_->receive(StageLinks::Phase::Forward, m.received))
+      return err;
+    for (const auto &r : m.received)
+      feeds[r.getKey()] = viewOf(r.getValue());
+    profile_.phase("receive");
+    if (links_->receivesIn(StageLinks::Phase::Forward))
+      trace_.slice("receive" + chunk, micro, "pipeline", t0, Clock::now());
+    m.set = takeSet(); // this micro-batch's own output buffers
+    for (size_t k = 0; k < bound_.size(); ++k)
+      if (auto err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], m.set->buffers[k].get()))
+        return err;
+  }
+  Clock::time_point t1 = Clock::now();
+  grads_->beforeForward(micro);
+  llvm::StringMap<TensorView> reads; // a stage reads some of the model's inputs
+  for (const auto &in : fwd.inputs())
+    reads[in.name] = feeds.lookup(in.name);
+  auto outs = fwd.run(reads);
+  if (!outs)
+    return outs.takeError();
+  if (hasLoss_)
+    grads_->afterLoss(micro, *outs);
+  profile_.phase("forward");
+  Clock::time_point t2 = Clock::now();
+  trace_.slice("forward" + chunk, micro, "compute", t1, t2);
+  if (!links_) {
+    m.outputs = std::move(*outs);
+    return llvm::Error::success();
+  }
+  if (auto err = links_->send(StageLinks::Phase::Forward, *outs))
+    return err;
+  m.outputs = *outs;
+  m.copies.reserve(outs->size());
+  for (size_t i = 0, k = 0; i < outs->size(); ++i) { // the rest the next forward overwrites
+    if (k < bound_.size() && bound_[k].index == i) {
+      ++k;
+      continue;
+    }
+    m.copies.push_back(hostCopy((*outs)[i]));
+    m.outputs[i] = viewOf(m.copies.back());
+  }
+  profile_.phase("send");
+  if (links_->sendsIn(StageLinks::Phase::Forward))
+    trace_.slice("send" + chunk, micro, "pipeline", t2, Clock::now());
+  return llvm::Error::success();
+}
+
+llvm::Error StageRun::backward(int step, int64_t micro) {
+  auto it = inFlight_.find(micro);
+  if (it == inFlight_.end())
+    return fail("backward of micro-batch " + llvm::Twine(micro) + " before its forward");
+  InFlight &m = it->second;
+  std::string chunk = chunkSuffix();
+  Clock::time_point t0 = Clock::now();
+  if (links_) {
+    if (auto err = links_->receive(StageLinks::Phase::Backward, m.received))
+      return err;
+    for (const auto &r : m.received)
+      m.feeds[r.getKey()] = viewOf(r.getValue());
+    profile_.phase("receive");
+    if (links_->receivesIn(StageLinks::Phase::Backward))
+      trace_.slice("receive" + chunk, micro, "pipeline", t0, Clock::now());
+  }
+  Clock::time_point t1 = Clock::now();
+  llvm::StringMap<TensorView> feeds;
+  for (const BackwardInput &b : bwdInputs_)
+    feeds[b.name] = b.savedIndex >= 0 ? m.outputs[b.savedIndex] : b.weight ? *b.weight : m.feeds.lookup(b.name);
+  grads_->beforeBackward(micro);
+  auto outs = p_.backward->run(feeds);
+  if (!outs)
+    return outs.takeError();
+  if (step == 1 && micro == 0)
+    if (auto err = grads_->checkSizes(*outs))
+      return err;
+  grads_->afterGradients(micro, *outs);
+  profile_.phase("backward");
+  Clock::time_point t2 = Clock::now();
+  trace_.slice("backward" + chunk, micro, "compute", t1, t2);
+  if (!links_)
+    return llvm::Error::success();
+  if (auto err = links_->send(StageLinks::Phase::Backward, *outs))
+    return err;
+  profile_.phase("send");
+  if (links_->sendsIn(StageLinks::Phase::Backward))
+    trace_.slice("send" + chunk, micro, "pipeline", t2, Clock::now());
+  freeSets_.push_back(std::move(m.set));
+  inFlight_.erase(it);
+  return llvm::Error::success();
+}
+
+llvm::Expected<double> StageRun::squaredGradientNorm() {
+  std::vector<float *> grads;
+  for (size_t i = 0; i < params_.size(); ++i)
+    grads.push_back(grads_->gradient(i));
+  auto norm = globalGradientNorm(*p_.gradNorm, paramNames_, params_, grads);
+  if (!norm)
+    return norm.takeError();
+  return *norm * *norm;
+}
+
+llvm::Error StageRun::step(int step, float lr, float gradScale, bool skip) {
+  if (!skip) {
+    std::vector<float *> grads;
+    for (size_t i = 0; i < params_.size(); ++i)
+      grads.push_back(grads_->gradient(i));
+    if (auto err = adam_->apply(step, lr, gradScale, grads))
+      return err;
+    p_.forward->weightsChanged();
+  }
+  if (!links_)
+    return llvm::Error::success();
+  auto changed = links_->exchangeWeights(*p_.forward);
+  if (!changed)
+    return changed.takeError();
+  if (*changed)
+    p_.forward->weightsChanged();
+  return llvm::Error::success();
+}
+
+llvm::Error StageRun::writeParameters(llvm::StringRef outDir) const {
+  return writeParameterShards(outDir, session_.rank(), paramNames_, params_, paramTypes_, paramPartitioned_,
+                              session_.axisSize("dp") > 1 ? session_.group("dp") : nullptr);
+}
+
+} // namespace partita::rt

@@ -1,0 +1,129 @@
+//===- StageRun.h - one model chunk's programs in a training step ---------===//
+//
+// What a rank runs of one pipeline stage (without a pipeline: the whole
+// model; with interleaving, one of its model chunks): the stage's forward,
+// backward, grad_norm and step programs, the values it receives from and
+// sends to other stages (StageLinks.h), its parameters, their summed
+// gradients (GradientAccumulator.h) and AdamW moments, and the micro-batches
+// in flight. Under a pipeline each micro-batch in flight keeps its inputs,
+// what it received and its saved activations until its backward, the
+// activations in output buffers of its own (bound before its forward, taken
+// from a pool), so nothing is copied. The training loop (Trainer.cpp) runs
+// the schedule's actions on the rank's StageRuns.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/plan/Plan.h"
+#include "runtime/executor/Program.h"
+#include "runtime/pipeline/StageLinks.h"
+#include "runtime/session/Session.h"
+#include "runtime/train/AdamWState.h"
+#include "runtime/train/BatchSampler.h"
+#include "runtime/train/GradientAccumulator.h"
+#include "runtime/train/StepProfile.h"
+#include "runtime/train/TraceLog.h"
+#include "runtime/train/TrainOptions.h"
+#include "llvm/ADT/StringMap.h"
+#include <map>
+#include <optional>
+
+namespace partita::rt {
+
+/// The forward's inputs every step feeds: the token ids and labels of each
+/// micro-batch, and the inputs that are the same every step (attention
+/// mask, position ids), by role (InputRoles.h).
+struct ForwardFeeds {
+  std::string idsName, labelsName = "labels";
+  llvm::StringMap<Tensor> constants;
+};
+
+/// The programs of one stage of this rank (names in the plan: "forward",
+/// "backward", "grad_norm", "step", with the chunk's suffix, Plan.h).
+struct StagePrograms {
+  Program *forward, *backward, *step, *gradNorm;
+};
+
+class StageRun {
+public:
+  /// `stage`: the global stage (chunk) index; `hasLoss`: the last stage.
+  StageRun(Session &session, const TrainOptions &o, StagePrograms programs, int64_t stage, bool hasLoss,
+           StepProfile &profile, TraceLog &trace)
+      : session_(session), plan_(session.plan()), o_(o), p_(programs), stage_(stage), hasLoss_(hasLoss),
+        microBatches_(std::max(1, o.microBatches)), profile_(profile), trace_(trace) {}
+  StageRun(StageRun &&) = default;
+
+  llvm::Error prepare(const ForwardFeeds &feeds);
+  /// Micro-batch `micro` of step `step` (1-based); `sampler` draws its batch.
+  llvm::Error forward(int step, int64_t micro, BatchSampler &sampler);
+  llvm::Error backward(int step, int64_t micro);
+  /// The step's sends are done (their buffers free).
+  llvm::Error drain() { return links_ ? links_->drain() : llvm::Error::success(); }
+  /// The loss summed over the step's micro-batches (the last stage's; 0 elsewhere).
+  double lossSum() const { return grads_->lossSum(); }
+  /// The squared norm of this stage's summed gradients (its grad_norm program's, squared).
+  llvm::Expected<double> squaredGradientNorm();
+  /// AdamW on this stage's parameters, then the weights shared with other
+  /// stages sent or received (a tied embedding's copies stay one).
+  llvm::Error step(int step, float lr, float gradScale, bool skip);
+  /// Parameter shards into outDir/rank<k>/ (ZeRO-3's parts gathered over dp).
+  llvm::Error writeParameters(llvm::StringRef outDir) const;
+
+  int64_t stage() const { return stage_; }
+  const std::vector<TensorType> &paramTypes() const { return paramTypes_; }
+  std::vector<std::pair<std::string, Program *>> programs() const;
+
+private:
+  struct OutputSet {
+    std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> buffers;
+  };
+  std::unique_ptr<OutputSet> takeSet();
+  llvm::Error bindBackwardInputs(const ForwardFeeds &feeds);
+  /// " (chunk c)" when the rank holds several stages.
+  std::string chunkSuffix() const;
+
+  Session &session_;
+  const Plan &plan_;
+  const TrainOptions &o_;
+  StagePrograms p_;
+  int64_t stage_;
+  bool hasLoss_;
+  int64_t microBatches_;
+  StepProfile &profile_;
+  TraceLog &trace_;
+  const ForwardFeeds *feeds_ = nullptr;
+  std::optional<StageLinks> links_; // under a pipeline
+  /// The parameters this stage updates, their shard types.
+  std::vector<std::string> paramNames_;
+  std::vector<TensorType> paramTypes_;
+  std::vector<bool> paramPartitioned_;
+  std::vector<const TensorView *> params_;
+  std::unique_ptr<GradientAccumulator> grads_;
+  std::optional<AdamWState> adam_;
+  /// Where each backward input comes from: a forward output (a saved
+  /// activation, by index), a forward weight, or a feed of the micro-batch.
+  struct BackwardInput {
+    std::string name;
+    int savedIndex = -1;
+    const TensorView *weight = nullptr;
+  };
+  std::vector<BackwardInput> bwdInputs_;
+  struct BoundOutput {
+    size_t index;
+    size_t bytes;
+  };
+  std::vector<BoundOutput> bound_; // the forward's outputs a micro-batch keeps in its own set
+  std::vector<std::unique_ptr<OutputSet>> freeSets_;
+  MemoryCharge setsCharge_{MemoryCategory::Activations, 0};
+  /// A micro-batch whose forward ran and whose backward has not. Alone in
+  /// flight (no pipeline), its outputs are the forward program's buffers.
+  struct InFlight {
+    Tensor ids, labels;
+    llvm::StringMap<Tensor> received;
+    llvm::StringMap<TensorView> feeds;
+    std::unique_ptr<OutputSet> set;
+    std::vector<Tensor> copies; // outputs the program cannot write into a set (the loss)
+    std::vector<TensorView> outputs;
+  };
+  std::map<int64_t, InFlight> inFlight_;
+};
+
+} // namespace partita::rt
