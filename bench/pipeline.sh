@@ -2,10 +2,11 @@
 # Benchmark (not a test): the pipeline's bubble, measured. A GPT of STAGES x 2 equal
 # layers (d=256, vocabulary 64, so the embedding and the head weigh little) is cut into
 # STAGES stages (--pp-layers 2,2,...), each one rank of 1 thread, and trains 4 steps of M
-# micro-batches with GPipe and 1F1B, each with `launch --trace`. From the traces, per
+# micro-batches with GPipe, 1F1B and interleaved 1F1B, each with `launch --trace`. From the traces, per
 # step after the first: each rank's idle fraction (1 - its forward and backward time /
 # the pipeline's span, the first forward's start to the last backward's end over all
-# ranks), against the formula (p-1)/(m+p-1), and the most micro-batches a stage held
+# ranks), against the formula (p-1)/(m+p-1) (interleaved, 2 chunks of one layer per rank:
+# (p-1)/(2m+p-1)), and the most micro-batches a stage held
 # in flight (forwards begun, backwards not done) with their saved activations' bytes
 # (the forward's outputs the backward reads, from plan.json): GPipe M, 1F1B at most p.
 # Then activation recompute (none, selective, full) on the 1F1B run of the last M: each
@@ -28,14 +29,19 @@ split=$(/usr/bin/python3 -c "print(','.join(['2'] * $stages))")
 build/tools/partita compile "$work/gpt.onnx" --train --pp "$stages" --pp-layers "$split" --untie-embeddings \
   -o "$work/plan" | grep "pipeline stage"
 [ "$stages" -le "$(nproc)" ] || echo "note: $stages ranks on $(nproc) cores: oversubscribed, the idle fractions include waiting for a core"
+# Interleaved: 2 model chunks per rank, one layer each.
+build/tools/partita compile "$work/gpt.onnx" --train --pp "$stages" --virtual-stages 2 --untie-embeddings \
+  -o "$work/plan-interleaved" >/dev/null
 for m in "${micros[@]}"; do
-  for schedule in gpipe 1f1b; do
-    build/tools/partita launch -n "$stages" "$work/plan" --steps 4 --data "$work/tokens.npy" --batch 2 --seq 128 \
-      --micro-batches "$m" --schedule "$schedule" --threads 1 --output-dir "$work/r-$schedule-$m" \
+  for schedule in gpipe 1f1b interleaved; do
+    plan="$work/plan"; flags=(--schedule "$schedule"); v=1
+    if [ "$schedule" = interleaved ]; then plan="$work/plan-interleaved"; flags=(); v=2; fi
+    build/tools/partita launch -n "$stages" "$plan" --steps 4 --data "$work/tokens.npy" --batch 2 --seq 128 \
+      --micro-batches "$m" "${flags[@]}" --threads 1 --output-dir "$work/r-$schedule-$m" \
       --trace "$work/trace-$schedule-$m.json" >/dev/null 2>&1
-    /usr/bin/python3 - "$work/trace-$schedule-$m.json" "$work/plan/plan.json" "$schedule" "$m" "$stages" <<'PY'
+    /usr/bin/python3 - "$work/trace-$schedule-$m.json" "$plan/plan.json" "$schedule" "$m" "$stages" "$v" <<'PY'
 import json, math, statistics, sys
-trace, plan_path, schedule, m, p = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+trace, plan_path, schedule, m, p, v = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 events = [e for e in json.load(open(trace))["traceEvents"] if e["ph"] == "X"]
 plan = json.load(open(plan_path))
 steps = sorted({e["name"] for e in events if e["cat"] == "step"}, key=lambda s: int(s.split()[1]))[1:]
@@ -54,15 +60,20 @@ for step in steps:
         for e in mine:
             live += 1 if e["name"].startswith("forward") else -1
             inflight[r] = max(inflight[r], live if e["name"].startswith("forward") else live + 1)
-want = (p - 1) / (m + p - 1)
+want = (p - 1) / (v * m + p - 1)
 saved = {}
-for r in plan["ranks"]:
-    outs = plan["program_io"][r["programs"]["forward"]]["outputs"]
-    bwd = {t["name"] for t in plan["program_io"][r["programs"]["backward"]]["inputs"]}
-    saved[r["coords"]["pp"]] = sum(math.prod(t["shape"]) * 4 for t in outs if t["name"] in bwd)
+for r in plan["ranks"]:  # per micro-batch, over the rank's chunks
+    total = 0
+    for name, f in r["programs"].items():
+        if name.split(".")[0] != "forward":
+            continue
+        outs = plan["program_io"][f]["outputs"]
+        bwd = {t["name"] for t in plan["program_io"][f.replace("forward", "backward")]["inputs"]}
+        total += sum(math.prod(t["shape"]) * 4 for t in outs if t["name"] in bwd)
+    saved[r["coords"]["pp"]] = total / v
 for r in range(p):
     got = statistics.median(idle[r])
-    print(f"{schedule:5} m={m}: stage {r} idle {got:.3f} (formula {want:.3f}, ratio {got / want:.2f}); "
+    print(f"{schedule:11} m={m}: stage {r} idle {got:.3f} (formula {want:.3f}, ratio {got / want:.2f}); "
           f"at most {inflight[r]} micro-batches in flight, {inflight[r] * saved[r] / 1e6:.1f} MB of saved activations")
 PY
   done

@@ -116,6 +116,13 @@ public:
         return passError(name(), "option pp expects an integer >= 1, got '" + value + "'");
       return llvm::Error::success();
     }
+    if (key == "cuts") { // /h.2/ln_1/LayerNormalization,/h.4/ln_1/LayerNormalization
+      llvm::SmallVector<llvm::StringRef> items;
+      value.split(items, ',', -1, false);
+      for (llvm::StringRef item : items)
+        cuts_.push_back(item.trim().str());
+      return llvm::Error::success();
+    }
     if (key == "equal") { // interleaving: every stage the same number of layers
       equal_ = value == "1" || value == "true";
       return llvm::Error::success();
@@ -137,6 +144,9 @@ public:
   llvm::Error run(Graph &g) override {
     if (pp_ == 1 && layers_.empty())
       return llvm::Error::success();
+    if (!cuts_.empty() && static_cast<int64_t>(cuts_.size()) + 1 != pp_)
+      return passError(name(), "cuts names " + llvm::Twine(cuts_.size()) + " node(s): " + llvm::Twine(pp_) +
+                                   " stages need " + llvm::Twine(pp_ - 1));
     if (!layers_.empty() && static_cast<int64_t>(layers_.size()) != pp_)
       return passError(name(), "layers gives " + llvm::Twine(layers_.size()) + " stage(s), pp is " +
                                    llvm::Twine(pp_));
@@ -185,6 +195,8 @@ public:
     for (int64_t i = 0; i < count; ++i)
       prefix[i + 1] = prefix[i] + costOf(*order[i]);
 
+    if (!cuts_.empty())
+      return cutAt(g, order, prefix);
     // Layers, and one candidate cut per boundary between two of them.
     std::vector<std::string> keys;
     std::map<std::string, std::pair<int64_t, int64_t>> span; // first, last position
@@ -282,6 +294,34 @@ public:
   }
 
 private:
+  /// Stages cut right before the named nodes (cuts=...), in program order.
+  llvm::Error cutAt(Graph &g, const std::vector<Node *> &order, const std::vector<double> &prefix) {
+    std::vector<int64_t> bounds{0};
+    for (const std::string &cut : cuts_) {
+      auto it = llvm::find_if(order, [&](const Node *n) { return n->name() == cut; });
+      if (it == order.end())
+        return passError(name(), "cuts: no node named '" + cut + "' reads a weight or another such node (the "
+                                 "names are the loc(...) of `partita compile --print-ir`)");
+      int64_t at = it - order.begin();
+      if (at <= bounds.back())
+        return passError(name(), "cuts: node '" + cut + "' does not come after the previous cut: the stages "
+                                 "would be empty or out of order");
+      bounds.push_back(at);
+    }
+    bounds.push_back(static_cast<int64_t>(order.size()));
+    g.coverage.push_back("pipeline: " + std::to_string(pp_) + " stages, cut before the named nodes");
+    for (int64_t s = 0; s < pp_; ++s) {
+      for (int64_t i = bounds[s]; i < bounds[s + 1]; ++i)
+        order[i]->setAttr(kStageAttr, Attribute::ofInt(s));
+      char cost[32];
+      std::snprintf(cost, sizeof cost, "%.3g", (prefix[bounds[s + 1]] - prefix[bounds[s]]) / 1e9);
+      g.coverage.push_back("pipeline stage " + std::to_string(s) + ": " +
+                           std::to_string(bounds[s + 1] - bounds[s]) + " nodes from " + order[bounds[s]]->describe() +
+                           ", " + cost + " GFLOP");
+    }
+    return llvm::Error::success();
+  }
+
   /// pp - 1 of the candidate cuts minimising the largest stage cost.
   std::vector<int64_t> balance(const std::vector<int64_t> &cuts, const std::vector<double> &prefix,
                                int64_t count) const {
@@ -316,6 +356,7 @@ private:
 
   int64_t pp_ = 1;
   bool equal_ = false;
+  std::vector<std::string> cuts_;
   std::vector<int64_t> layers_;
 };
 
@@ -329,7 +370,8 @@ PassInfo assignStagesPass() {
           "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
           "no stage. Adds a line per stage to the coverage report.",
           "pp=int (1): the number of stages; layers=int,int,... : layers per stage instead of the balance; "
-          "equal=0|1 (0): as many layers on every stage (interleaving), refused when they do not divide",
+          "equal=0|1 (0): as many layers on every stage (interleaving), refused when they do not divide; "
+          "cuts=name,... : stages start right before these nodes instead",
           [] { return std::make_unique<AssignStages>(); }};
 }
 

@@ -48,6 +48,9 @@ static cl::opt<std::string> recompute("recompute",
 static cl::opt<int> virtualStages("virtual-stages",
                                   cl::desc("Model chunks per pipeline rank (interleaved 1F1B; needs --pp and --train)"),
                                   cl::init(1), cl::sub(compileCmd));
+static cl::list<std::string> ppCuts("pp-cuts",
+                                    cl::desc("Start pipeline stages 1.. right before these nodes (their loc names)"),
+                                    cl::CommaSeparated, cl::sub(compileCmd));
 static cl::list<int> ppLayers("pp-layers",
                               cl::desc("Transformer layers per pipeline stage (3,4,4,3) instead of the cost balance"),
                               cl::CommaSeparated, cl::sub(compileCmd));
@@ -267,6 +270,8 @@ static std::string assignStages() {
   std::string layers;
   for (int k : ppLayers)
     layers += (layers.empty() ? ",layers=" : ",") + std::to_string(k);
+  for (const std::string &c : ppCuts)
+    layers += (c == ppCuts.front() ? ",cuts=" : ",") + c;
   // Interleaving cuts pp x virtual-stages stages, of equal layers as Megatron does.
   return "assign-stages{pp=" + std::to_string(pp * virtualStages) + layers +
          (virtualStages > 1 && ppLayers.empty() ? ",equal=1" : "") + "}";
@@ -275,6 +280,8 @@ static std::string assignStages() {
 static llvm::Error compile(llvm::StringRef dir) {
   if (tp < 1 || pp < 1 || dp < 1)
     return fail("--tp, --pp and --dp must be >= 1");
+  if (!ppCuts.empty() && (!ppLayers.empty() || virtualStages > 1))
+    return fail("--pp-cuts places every stage itself: it goes with neither --pp-layers nor --virtual-stages");
   if (virtualStages < 1)
     return fail("--virtual-stages must be >= 1");
   if (virtualStages > 1 && (pp < 2 || !train))

@@ -129,7 +129,9 @@ subprocess.run([partita, "compile", fixture, "--train",
                 "--tp", str(tp), "--dp", str(dp), "--weight-decay", str(WD), "--bucket-mb", "0.01", *compile_flags,
                 "-o", compiled], check=True,
                stdout=subprocess.DEVNULL)
-subprocess.run([partita, "launch", "-n", str(tp * dp), compiled, "--steps", str(STEPS), "--data",
+# A pipeline (--pp P among the compile flags) has P times the ranks.
+pp = int(compile_flags[compile_flags.index("--pp") + 1]) if "--pp" in compile_flags else 1
+subprocess.run([partita, "launch", "-n", str(tp * dp * pp), compiled, "--steps", str(STEPS), "--data",
                 os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
                 "--seed", str(SEED), "--micro-batches", str(micro), "--threads", "1",
                 "--lr-schedule", schedule, "--warmup-steps", str(warmup), "--clip-grad-norm", str(clip),
