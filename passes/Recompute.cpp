@@ -11,7 +11,9 @@
 //              which stay saved with the layer's output;
 //   selective  per attention softmax, the attention core: the scores
 //              product (Q·Kᵀ), what scales and masks it, and the softmax
-//              ([batch, heads, seq, seq] each), from Q and K.
+//              ([batch, heads, seq, seq] each), from Q and K as the
+//              projections return them (the head reshapes and transposes
+//              redone too).
 // The copies are ordinary nodes of the backward program (program =
 // "backward", the original's stage), which the sort places right before
 // their first reader and the memory plan frees after their last; the
@@ -100,6 +102,14 @@ private:
             continue;
           if (def->is("MatMul")) { // the scores: recomputed from Q and K
             core.insert(def);
+            // ... as the projections' outputs, which the backward reads anyway, through the
+            // head transposes and reshapes (cheap to redo; saving their results would cost
+            // what the softmax saves at seq = 2 x head size).
+            for (const Value *operand : def->inputs())
+              for (const Node *m = operand ? operand->definingNode() : nullptr;
+                   m && isForward(*m) && (m->is("Transpose") || m->is("Reshape")) && !core.count(m);
+                   m = m->input(0) ? m->input(0)->definingNode() : nullptr)
+                core.insert(m);
           } else if (scalesScores(*def)) {
             core.insert(def);
             work.push_back(def);
