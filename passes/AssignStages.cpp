@@ -248,9 +248,10 @@ public:
       layers_.assign(pp_, pieces / pp_);
     }
     if (pp_ > pieces)
-      return passError(name(), "pp " + llvm::Twine(pp_) + " is larger than the number of " +
-                                   (keys.empty() ? "places to cut the graph" : "layers") + " (" +
-                                   llvm::Twine(keys.empty() ? pieces - 1 : pieces) + ")");
+      return passError(name(), llvm::Twine(pp_) + " stages are more than the model's " + llvm::Twine(pieces) +
+                                   (keys.empty() ? " pieces (no numbered layers: the places where the fewest values "
+                                                   "cross cut it)"
+                                                 : " layers"));
     std::vector<int64_t> chosen; // indices into cuts
     if (!layers_.empty()) {
       int64_t sum = 0;

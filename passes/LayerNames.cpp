@@ -1,6 +1,7 @@
 //===- LayerNames.cpp -----------------------------------------------------===//
 #include "passes/LayerNames.h"
 #include "llvm/ADT/StringExtras.h"
+#include <algorithm>
 
 namespace partita {
 
@@ -11,8 +12,12 @@ std::string layerKey(llvm::StringRef name) {
     size_t end = i + 1;
     while (end < name.size() && llvm::isDigit(name[end]))
       ++end;
-    if (end == name.size() || name[end] == '.' || name[end] == '/')
-      return name.take_front(end).str();
+    if (end == name.size() || name[end] == '.' || name[end] == '/') {
+      // One spelling for a node's path and a weight's name: "/h.3" and "h.3" are "h.3".
+      std::string key = name.take_front(end).ltrim('/').str();
+      std::replace(key.begin(), key.end(), '/', '.');
+      return key;
+    }
   }
   return "";
 }

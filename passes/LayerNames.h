@@ -12,8 +12,9 @@
 
 namespace partita {
 
-/// "/h.3" for "/h.3/attn/MatMul", "h.3" for "h.3.attn.c_attn.weight"; "" when
-/// the name has no numbered part.
+/// "h.3" for "/h.3/attn/MatMul" and for "h.3.attn.c_attn.weight",
+/// "model.layers.3" for "/model/layers.3/mlp/..."; "" when the name has no
+/// numbered part.
 std::string layerKey(llvm::StringRef name);
 
 /// The layer of a node: from its name, else from a weight it reads; "" when

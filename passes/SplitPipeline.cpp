@@ -146,6 +146,12 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
       return fail("trained weight '" + n->output()->name() + "' is read on stages " +
                   llvm::join(llvm::map_range(readers, [](int64_t s) { return std::to_string(s); }), " and ") +
                   ", and no optimizer step updates it: no stage can keep the copies equal");
+    // The owner sends after its step, the readers receive in theirs: an owner
+    // after a reader on the same rank (virtual stages) could wait on it.
+    if (owner != *readers.begin())
+      return fail("trained weight '" + n->output()->name() + "' is updated on stage " + llvm::Twine(owner) +
+                  ", after stage " + llvm::Twine(*readers.begin()) + " that reads it too: the stage updating a "
+                  "shared weight must be the first to read it");
     for (int64_t s : readers)
       if (s != owner)
         out.weights.push_back({n->output()->name(), owner, s});

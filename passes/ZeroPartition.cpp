@@ -43,6 +43,7 @@
 #include "passes/sharding/ReshardPlanner.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/Twine.h"
 #include <algorithm>
@@ -629,7 +630,7 @@ private:
   /// square is all-reduced over dp once, before its square root.
   llvm::Error reduceNormOnce(Graph &g) {
     // The norm, or under a pipeline each stage's (grad_norm.stage<s>).
-    llvm::SmallPtrSet<Node *, 4> roots;
+    llvm::SetVector<Node *> roots; // in output order: the graph comes out the same every run
     for (Value *out : g.outputs())
       if (io::isNorm(out->name()))
         if (Node *def = out->definingNode(); def && def->is("Sqrt"))

@@ -282,8 +282,9 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--tp, --pp and --dp must be >= 1");
   if (!ppCuts.empty() && (!ppLayers.empty() || virtualStages > 1))
     return fail("--pp-cuts places every stage itself: it goes with neither --pp-layers nor --virtual-stages");
-  if (virtualStages < 1)
-    return fail("--virtual-stages must be >= 1");
+  if (virtualStages < 1 || virtualStages > 1024 || pp > 1 << 16)
+    return fail(virtualStages < 1 || virtualStages > 1024 ? "--virtual-stages must be in [1, 1024]"
+                                                          : "--pp must be at most 65536");
   if (virtualStages > 1 && (pp < 2 || !train))
     return fail("--virtual-stages " + llvm::Twine(virtualStages) + " interleaves the stages of a pipeline's "
                 "training: it needs --pp > 1 and --train");
@@ -470,6 +471,10 @@ static llvm::Error compile(llvm::StringRef dir) {
       auto split = splitPrograms(*stageGraph, /*separateBackward=*/train);
       if (!split)
         return split.takeError();
+      if (train && !llvm::any_of(split->programs, [](const NamedProgram &p) { return p.name == optimizer_io::kStep; }))
+        return fail("pipeline stage " + llvm::Twine(stageSplits.size()) + " trains no parameter (every weight it "
+                    "holds is frozen, or it holds none): each stage of a training pipeline updates some; move its "
+                    "cut (--pp-layers, --pp-cuts) or train a weight there");
       stageSplits.push_back(std::move(*split));
     }
   } else {

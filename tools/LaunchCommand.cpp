@@ -208,6 +208,9 @@ static llvm::Error checkFlags(bool trainPlan) {
   if (!trainPlan) {
     if (steps.getNumOccurrences())
       return fail("--steps needs a plan compiled with --train");
+    for (const auto *flag : {&trace, &pipelineSchedule})
+      if (flag->getNumOccurrences())
+        return fail("--" + flag->ArgStr + " applies to training (a plan compiled with --train)");
     return llvm::Error::success();
   }
   if (!steps.getNumOccurrences())

@@ -487,6 +487,9 @@ private:
       outs.push_back(o.empty() ? "unused" : o);
     Node *n = g_->createNode(np.op_type(), inputs, outs, domain, np.name());
     for (const auto &a : np.attribute()) {
+      if (a.name() == kProgramAttr || a.name() == kStageAttr)
+        return failAt(np, "attribute '" + a.name() + "' is a name Partita keeps for its own IR (the program or "
+                          "pipeline stage a node runs in)");
       auto attr = importAttribute(np, a);
       if (!attr)
         return attr.takeError();

@@ -230,7 +230,7 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   if (!json)
     return fail(path, "corrupt plan (not JSON): " + llvm::toString(json.takeError()));
   const auto *root = json->getAsObject();
-  auto bad = [&](const char *what) { return fail(path, llvm::Twine("corrupt plan: ") + what); };
+  auto bad = [&](const llvm::Twine &what) { return fail(path, "corrupt plan: " + what); };
   if (auto format = root ? root->getString("format") : llvm::None;
       format && format->startswith("partita-plan-") && *format != kPlanFormatName)
     return fail(path, "a plan of format " + *format +
@@ -468,6 +468,21 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     }
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
+  // Pipelines: stages (model chunks) are within pp x virtual_stages.
+  const int64_t stages = p.stages() * p.virtualStages;
+  if (p.virtualStages > 1 && p.stages() < 2)
+    return bad("virtual_stages without a pp axis");
+  for (const auto *list : {&p.pipelineEdges, &p.pipelineWeights})
+    for (const Plan::Edge &e : *list)
+      if (e.from >= stages || e.to >= stages || e.from == e.to || p.stages() < 2)
+        return bad("pipeline edge of value '" + e.value + "' joins stages outside the plan's");
+  for (int64_t s : p.paramStages)
+    if (s >= stages)
+      return bad("param_stages names a stage outside the plan's");
+  for (const RankPlan &r : p.ranks)
+    for (const MeshAxis &a : p.mesh.axes)
+      if (!r.coords.count(a.name) || r.coords.at(a.name) < 0 || r.coords.at(a.name) >= a.size)
+        return bad("rank " + std::to_string(r.rank) + " has no coordinate on axis " + a.name + " within its size");
   return p;
 }
 
@@ -575,7 +590,12 @@ llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir, llvm::Optiona
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, weights);
   if (r.sha256.count(weights) || llvm::sys::fs::exists(path))
-    return checkProgramHash(r, dir, weights);
+    if (auto err = checkProgramHash(r, dir, weights))
+      return err;
+  for (const auto &[rel, hash] : r.sha256) // the other files recorded: a second model chunk's weights
+    if (rel != weights && !llvm::any_of(r.programs, [&](const auto &p) { return p.second == rel; }))
+      if (auto err = checkProgramHash(r, dir, rel))
+        return err;
   return llvm::Error::success();
 }
 

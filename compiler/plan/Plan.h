@@ -95,8 +95,9 @@ struct Plan {
   /// flat buffer (launch gathers the parts over dp to write the shard).
   /// Empty: none does.
   std::vector<bool> paramPartitioned;
-  /// Per param: the pipeline stage whose ranks hold it. Empty: no pipeline
-  /// (every rank holds a shard of every parameter).
+  /// Per param: the pipeline stage that holds it (a global stage: with
+  /// virtual stages, a model chunk of the ranks at pp coordinate stage %
+  /// pp). Empty: no pipeline (every rank holds a shard of every parameter).
   std::vector<int64_t> paramStages;
   /// Per param: its layout on every mesh axis ("R", "S(d)"), axis -> layout.
   std::vector<std::map<std::string, std::string>> paramLayouts;

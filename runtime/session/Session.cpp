@@ -42,7 +42,7 @@ llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llv
   auto program = Program::load(**graph, device_, &env_);
   if (!program)
     return program.takeError();
-  if (name == "backward") // its outputs are the gradients (the forward's: the loss and saved activations)
+  if (name.split('.').first == "backward") // a model chunk's too (backward.1): its outputs are the gradients (the forward's: the loss and saved activations)
     (*program)->setOutputCategory(MemoryCategory::Gradients);
   programs_[name] = Loaded{std::move(*graph), std::move(*program)};
   return llvm::Error::success();

@@ -36,7 +36,8 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
     // The outputs each micro-batch keeps in its own buffers (not the loss).
     auto io = plan_.programIO.find(session_.rankPlan().program(chunkProgram("forward", stage_, plan_)));
     if (io == plan_.programIO.end() || io->second.outputs.size() != fwd.outputNames().size())
-      return fail("plan.json has no outputs for this rank's forward program of stage " + llvm::Twine(stage_));
+      return fail("plan.json's outputs of this rank's forward program of stage " + llvm::Twine(stage_) +
+                  " are not the program's");
     for (size_t i = hasLoss_ ? 1 : 0; i < io->second.outputs.size(); ++i) {
       const TensorType &t = io->second.outputs[i].type;
       bound_.push_back({i, static_cast<size_t>(t.numel()) * dtypeSize(t.dtype)});
@@ -125,7 +126,7 @@ llvm::Error StageRun::bindBackwardInputs(const ForwardFeeds &feeds) {
     if (auto it = std::find(outs.begin(), outs.end(), in.name); it != outs.end())
       b.savedIndex = static_cast<int>(it - outs.begin());
     else if (!(b.weight = fwd.staticTensor(in.name)) && in.name != feeds.idsName && in.name != feeds.labelsName &&
-             !feeds.constants.count(in.name) && !fwd.inputType(in.name) && !(links_ && links_->receives(in.name)))
+             !feeds.constants.count(in.name) && !(links_ && links_->receives(in.name)))
       return fail("the backward program's input '" + in.name +
                   "' is no forward output, forward weight, input of the micro-batch or value another stage sends");
     bwdInputs_.push_back(std::move(b));
@@ -168,8 +169,13 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
   Clock::time_point t1 = Clock::now();
   grads_->beforeForward(micro);
   llvm::StringMap<TensorView> reads; // a stage reads some of the model's inputs
-  for (const auto &in : fwd.inputs())
-    reads[in.name] = feeds.lookup(in.name);
+  for (const auto &in : fwd.inputs()) {
+    auto it = feeds.find(in.name);
+    if (it == feeds.end())
+      return fail("stage " + llvm::Twine(stage_) + "'s forward reads '" + in.name +
+                  "', which is no input of the micro-batch and no value another stage sends");
+    reads[in.name] = it->second;
+  }
   auto outs = fwd.run(reads);
   if (!outs)
     return outs.takeError();

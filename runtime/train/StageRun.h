@@ -8,7 +8,7 @@
 // in flight. Under a pipeline each micro-batch in flight keeps its inputs,
 // what it received and its saved activations until its backward, the
 // activations in output buffers of its own (bound before its forward, taken
-// from a pool), so nothing is copied. The training loop (Trainer.cpp) runs
+// from a pool), so they are not copied (what is sent is: StageLinks). The training loop (Trainer.cpp) runs
 // the schedule's actions on the rank's StageRuns.
 //===----------------------------------------------------------------------===//
 #pragma once

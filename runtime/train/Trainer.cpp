@@ -89,7 +89,6 @@ private:
   std::optional<LossLog> log_; // rank 0
   // The step being run (1-based).
   int step_ = 0;
-  int64_t backwardsRun_ = 0; // this step's, over the chunks
   float loss_ = 0;
   bool skipped_ = false;
 };
@@ -119,6 +118,9 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   feeds_ = std::move(*feeds);
   PipelineKind kind = PipelineKind::OneFOneB;
   parsePipelineKind(o_.schedule, kind); // checked by launch
+  if (chunks > 1 && microBatches_ % stages_ != 0)
+    return fail("interleaved 1F1B runs micro-batches " + llvm::Twine(stages_) + " at a time: " +
+                llvm::Twine(microBatches_) + " is no multiple");
   if (chunks > 1)
     schedule_ = std::make_unique<InterleavedSchedule>(stages_, stage_, chunks, microBatches_);
   else if (stages_ > 1)
@@ -162,7 +164,6 @@ llvm::Error TrainingRun::run(const Action &action) {
                   llvm::Twine(chunks_.size()));
     if (action.kind == Action::Kind::Forward)
       return c->forward(step_, action.microBatch, *sampler_);
-    ++backwardsRun_;
     return c->backward(step_, action.microBatch);
   }
   case Action::Kind::ReduceGradients: {
@@ -249,7 +250,6 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
   for (step_ = 1; step_ <= o_.steps; ++step_) {
     auto stepStart = Clock::now();
     profile_.beginStep(step_);
-    backwardsRun_ = 0;
     skipped_ = false;
     if (auto err = runStep(*schedule_, *this))
       return err;
