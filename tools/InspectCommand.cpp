@@ -14,6 +14,7 @@
 #include "compiler/plan/Plan.h"
 #include "tools/ToolCommon.h"
 #include "tools/ZeroMemory.h"
+#include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/train/MemoryReport.h"
 #include "llvm/Support/CommandLine.h"
 #include <map>
@@ -34,8 +35,47 @@ static cl::opt<std::string> dir(cl::Positional, cl::desc("<out/>"), cl::sub(insp
 static cl::opt<int> microBatches("micro-batches",
                                  cl::desc("The launch's --micro-batches, for the memory prediction (summed gradients)"),
                                  cl::init(1), cl::sub(inspectCmd));
+static cl::opt<std::string> inspectSchedule("schedule",
+                                            cl::desc("A pipeline plan's schedule the prediction assumes: 1f1b "
+                                                     "(default) or gpipe"),
+                                            cl::init("1f1b"), cl::sub(inspectCmd));
 static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead of the global IR"), cl::init(-1),
                              cl::sub(inspectCmd));
+
+/// Under a pipeline, what the micro-batches in flight add to a rank's
+/// activations: each keeps the forward's outputs but the loss in buffers of its
+/// own (StageRun.h; 64-byte aligned), in place of the program's, as many as
+/// the schedule has in flight (PipelineSchedule.h) per model chunk.
+static double inFlightBytes(const Plan &plan, const RankPlan &r) {
+  if (plan.stages() < 2)
+    return 0;
+  const int64_t p = plan.stages(), chunks = std::max<int64_t>(1, plan.virtualStages), s = r.coords.at("pp");
+  const int64_t m = std::max(1, microBatches.getValue());
+  rt::PipelineKind kind = rt::PipelineKind::OneFOneB;
+  rt::parsePipelineKind(inspectSchedule, kind);
+  std::vector<rt::Action> actions = chunks > 1 ? rt::InterleavedSchedule(p, s, chunks, m).step()
+                                               : rt::PipelineSchedule(kind, p, s, m).step();
+  double extra = 0;
+  for (int64_t k = 0; k < chunks; ++k) {
+    int64_t live = 0, most = 0;
+    for (const rt::Action &a : actions)
+      if (a.chunk == k && (a.kind == rt::Action::Kind::Forward || a.kind == rt::Action::Kind::Backward))
+        most = std::max(most, live += a.kind == rt::Action::Kind::Forward ? 1 : -1);
+    const int64_t stage = s + k * p;
+    auto io = plan.programIO.find(r.program(chunkProgram("forward", stage, plan)));
+    if (io == plan.programIO.end())
+      continue;
+    double exact = 0, rounded = 0;
+    for (size_t i = stage + 1 == p * chunks ? 1 : 0; i < io->second.outputs.size(); ++i) {
+      const TensorType &t = io->second.outputs[i].type;
+      double bytes = static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
+      exact += bytes;
+      rounded += std::ceil(std::max(bytes, 1.0) / 64) * 64;
+    }
+    extra += static_cast<double>(most) * rounded - exact;
+  }
+  return extra;
+}
 
 bool inspectSelected() { return static_cast<bool>(inspectCmd); }
 
@@ -95,6 +135,10 @@ static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
 }
 
 int inspectMain() {
+  if (rt::PipelineKind kind; !rt::parsePipelineKind(inspectSchedule, kind))
+    return reportError("partita inspect", llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                                                   "--schedule " + inspectSchedule +
+                                                                       ": pipeline schedules are 1f1b and gpipe"));
   const char *tool = "partita inspect";
   auto plan = readPlan(path("plan.json"));
   if (!plan)
@@ -207,23 +251,29 @@ int inspectMain() {
     rt::MemoryLedger::Bytes predicted{};
     double summedInside = 0;
     auto add = [&](rt::MemoryCategory c, double bytes) { predicted[static_cast<size_t>(c)] += static_cast<size_t>(bytes); };
-    for (const std::string &name : plan->scheduleOrder) {
+    // With virtual stages the rank's programs repeat per model chunk (forward.1, ...).
+    std::vector<std::string> names;
+    for (int64_t k = 0; k < std::max<int64_t>(1, plan->virtualStages); ++k)
+      for (const std::string &base : plan->scheduleOrder)
+        names.push_back(chunkProgram(base, k * plan->stages(), *plan));
+    for (const std::string &name : names) {
+      const std::string base = llvm::StringRef(name).split('.').first.str(); // forward.1 is a forward
       auto one = sizeOf(r.program(name));
       if (!one)
         return reportError(tool, one.takeError());
       add(rt::MemoryCategory::Parameters, (*one)->weights);
-      if (name != optimizer_io::kStep)
-        add(name == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
+      if (base != optimizer_io::kStep)
+        add(base == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
             (*one)->outputs);
       for (size_t c = 0; c < rt::kMemoryCategories; ++c)
         add(static_cast<rt::MemoryCategory>(c), (*one)->kernels[c]);
       summedInside += (*one)->summedInside;
       z.weights += (*one)->weights;
       z.arena = std::max(z.arena, (*one)->arena);
-      if (name != "step") // the step's outputs are bound to the parameters and moments (counted below)
+      if (base != "step") // the step's outputs are bound to the parameters and moments (counted below)
         z.outputs += (*one)->outputs;
       z.params += (*one)->params;
-      if (name == optimizer_io::kStep) {
+      if (base == optimizer_io::kStep) {
         z.grads += (*one)->grads;
         z.moments += (*one)->moments;
       }
@@ -233,6 +283,7 @@ int inspectMain() {
         z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
     }
     add(rt::MemoryCategory::Activations, z.arena);
+    add(rt::MemoryCategory::Activations, inFlightBytes(*plan, r));
     add(rt::MemoryCategory::OptimizerStates, z.moments);
     if (microBatches > 1) // the gradient sums over micro-batches the runtime keeps
       add(rt::MemoryCategory::Gradients, z.grads - summedInside);

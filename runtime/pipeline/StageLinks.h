@@ -27,6 +27,13 @@ public:
   /// null (inference). Fails naming an edge no program of the stage has.
   static llvm::Expected<StageLinks> create(const Plan &plan, int64_t stage, Communicator *pp, const Program &forward,
                                            const Program *backward);
+  StageLinks() = default;
+  StageLinks(StageLinks &&) = default;
+  StageLinks &operator=(StageLinks &&) = default;
+  /// Sends still going at the end (an error stopped the schedule) keep their
+  /// buffers: MPI may still read them, and waiting could take the whole
+  /// watchdog timeout when the peer is dead. The rank aborts next.
+  ~StageLinks();
 
   /// Receives what the phase's program reads from other stages, into `into`
   /// (by value name).

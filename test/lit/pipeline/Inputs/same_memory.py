@@ -1,0 +1,25 @@
+# Compares `partita inspect`'s predicted memory lines with `launch --memory`'s
+# measured ones, per rank and category, within 1% (and 64 bytes).
+#   same_memory.py INSPECT_OUTPUT LAUNCH_OUTPUT
+import re
+import sys
+
+
+def lines(path, kind):
+    out = {}
+    for line in open(path):
+        m = re.match(r"memory of rank (\d+) \(" + kind + r", MB\): (.*); peak", line)
+        if m:
+            out[int(m.group(1))] = {k: float(v) for k, v in re.findall(r"([a-z ]+) ([0-9.]+)", m.group(2))}
+    return out
+
+
+predicted, measured = lines(sys.argv[1], "predicted"), lines(sys.argv[2], "measured")
+bad = []
+for rank in sorted(predicted):
+    for cat, p in predicted[rank].items():
+        got = measured.get(rank, {}).get(cat)
+        if got is None or abs(got - p) > max(0.01 * p, 64e-6):
+            bad.append(f"rank {rank} {cat.strip()}: predicted {p}, measured {got}")
+print(f"ranks predicted {sorted(predicted)}, measured {sorted(measured)}")
+print("memory: " + ("same" if not bad and sorted(predicted) == sorted(measured) else "differs: " + "; ".join(bad[:4])))
