@@ -113,9 +113,14 @@ static double commBytes(const Node &n) {
 /// ZeRO's model states per rank for this plan's parameters (rank 0's
 /// shard: Ψ) at every stage, by the paper's formula (tools/ZeroMemory.h).
 static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
+  // Per rank: under a pipeline its stages' parameters (the largest rank's).
+  std::map<int64_t, double> byRank;
+  for (size_t i = 0; i < plan.paramTypes.size(); ++i)
+    byRank[plan.paramStages.empty() ? 0 : plan.paramStages[i] % plan.stages()] +=
+        static_cast<double>(plan.paramTypes[i].numel());
   double psi = 0;
-  for (const TensorType &t : plan.paramTypes)
-    psi += static_cast<double>(t.numel());
+  for (const auto &[rank, n] : byRank)
+    psi = std::max(psi, n);
   int64_t nd = 1;
   for (const MeshAxis &a : plan.mesh.axes)
     if (a.name == "dp")
