@@ -592,10 +592,12 @@ llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir, llvm::Optiona
   if (r.sha256.count(weights) || llvm::sys::fs::exists(path))
     if (auto err = checkProgramHash(r, dir, weights))
       return err;
-  for (const auto &[rel, hash] : r.sha256) // the other files recorded: a second model chunk's weights
+  for (const auto &recorded : r.sha256) { // the other files recorded: a second model chunk's weights
+    const std::string &rel = recorded.first;
     if (rel != weights && !llvm::any_of(r.programs, [&](const auto &p) { return p.second == rel; }))
       if (auto err = checkProgramHash(r, dir, rel))
         return err;
+  }
   return llvm::Error::success();
 }
 
