@@ -49,7 +49,7 @@ static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead 
 static double inFlightBytes(const Plan &plan, const RankPlan &r) {
   if (plan.stages() < 2)
     return 0;
-  const int64_t p = plan.stages(), chunks = std::max<int64_t>(1, plan.virtualStages), s = r.coords.at("pp");
+  const int64_t p = plan.stages(), chunks = plan.virtualStages, s = r.coords.at("pp");
   const int64_t m = std::max(1, microBatches.getValue());
   rt::PipelineKind kind = rt::PipelineKind::OneFOneB;
   rt::parsePipelineKind(inspectSchedule, kind);
@@ -66,7 +66,7 @@ static double inFlightBytes(const Plan &plan, const RankPlan &r) {
     if (io == plan.programIO.end())
       continue;
     double exact = 0, rounded = 0;
-    for (size_t i = stage + 1 == p * chunks ? 1 : 0; i < io->second.outputs.size(); ++i) {
+    for (size_t i = stage + 1 == plan.globalStages() ? 1 : 0; i < io->second.outputs.size(); ++i) {
       const TensorType &t = io->second.outputs[i].type;
       double bytes = static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
       exact += bytes;
@@ -258,7 +258,7 @@ int inspectMain() {
     auto add = [&](rt::MemoryCategory c, double bytes) { predicted[static_cast<size_t>(c)] += static_cast<size_t>(bytes); };
     // With virtual stages the rank's programs repeat per model chunk (forward.1, ...).
     std::vector<std::string> names;
-    for (int64_t k = 0; k < std::max<int64_t>(1, plan->virtualStages); ++k)
+    for (int64_t k = 0; k < plan->virtualStages; ++k)
       for (const std::string &base : plan->scheduleOrder)
         names.push_back(chunkProgram(base, k * plan->stages(), *plan));
     for (const std::string &name : names) {

@@ -469,7 +469,7 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   if (p.worldSize() != p.mesh.numDevices())
     return bad("rank count differs from the mesh size");
   // Pipelines: stages (model chunks) are within pp x virtual_stages.
-  const int64_t stages = p.stages() * p.virtualStages;
+  const int64_t stages = p.globalStages();
   if (p.virtualStages > 1 && p.stages() < 2)
     return bad("virtual_stages without a pp axis");
   for (const auto *list : {&p.pipelineEdges, &p.pipelineWeights})

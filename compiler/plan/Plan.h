@@ -147,6 +147,8 @@ struct Plan {
     const MeshAxis *a = mesh.find("pp");
     return a ? a->size : 1;
   }
+  /// The pipeline's stages counting every model chunk: pp x virtual stages.
+  int64_t globalStages() const { return stages() * virtualStages; }
 };
 
 /// The name, among its rank's programs, of program `base` ("forward") of

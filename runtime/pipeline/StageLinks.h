@@ -58,8 +58,6 @@ public:
           return true;
     return false;
   }
-  /// Bytes this stage sent so far.
-  double bytesSent() const { return bytesSent_; }
 
 private:
   struct Link {
@@ -82,7 +80,6 @@ private:
   std::vector<Link> sendWeights_, recvWeights_;
   llvm::Error startSend(const Link &l, const TensorView &v);
   std::deque<Pending> pending_;
-  double bytesSent_ = 0;
 };
 
 } // namespace partita::rt

@@ -134,6 +134,28 @@ llvm::Error StageRun::bindBackwardInputs(const ForwardFeeds &feeds) {
   return llvm::Error::success();
 }
 
+llvm::Error StageRun::receive(StageLinks::Phase phase, int64_t micro, InFlight &m) {
+  Clock::time_point start = Clock::now();
+  if (auto err = links_->receive(phase, m.received))
+    return err;
+  for (const auto &r : m.received)
+    m.feeds[r.getKey()] = viewOf(r.getValue());
+  profile_.phase("receive");
+  if (links_->receivesIn(phase))
+    trace_.slice("receive" + chunkSuffix(), micro, "pipeline", start, Clock::now());
+  return llvm::Error::success();
+}
+
+llvm::Error StageRun::send(StageLinks::Phase phase, int64_t micro, const std::vector<TensorView> &outputs) {
+  Clock::time_point start = Clock::now();
+  if (auto err = links_->send(phase, outputs))
+    return err;
+  profile_.phase("send");
+  if (links_->sendsIn(phase))
+    trace_.slice("send" + chunkSuffix(), micro, "pipeline", start, Clock::now());
+  return llvm::Error::success();
+}
+
 llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
   Program &fwd = *p_.forward;
   // Global batch of a step: dp x micro-batches x B sequences; this replica
@@ -151,16 +173,9 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
   feeds[feeds_->labelsName] = viewOf(m.labels);
   for (const auto &c : feeds_->constants)
     feeds[c.getKey()] = viewOf(c.getValue());
-  std::string chunk = chunkSuffix();
-  Clock::time_point t0 = Clock::now();
   if (links_) {
-    if (auto err = links_->receive(StageLinks::Phase::Forward, m.received))
+    if (auto err = receive(StageLinks::Phase::Forward, micro, m))
       return err;
-    for (const auto &r : m.received)
-      feeds[r.getKey()] = viewOf(r.getValue());
-    profile_.phase("receive");
-    if (links_->receivesIn(StageLinks::Phase::Forward))
-      trace_.slice("receive" + chunk, micro, "pipeline", t0, Clock::now());
     m.set = takeSet(); // this micro-batch's own output buffers
     for (size_t k = 0; k < bound_.size(); ++k)
       if (auto err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], m.set->buffers[k].get()))
@@ -182,13 +197,12 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
   if (hasLoss_)
     grads_->afterLoss(micro, *outs);
   profile_.phase("forward");
-  Clock::time_point t2 = Clock::now();
-  trace_.slice("forward" + chunk, micro, "compute", t1, t2);
+  trace_.slice("forward" + chunkSuffix(), micro, "compute", t1, Clock::now());
   if (!links_) {
     m.outputs = std::move(*outs);
     return llvm::Error::success();
   }
-  if (auto err = links_->send(StageLinks::Phase::Forward, *outs))
+  if (auto err = send(StageLinks::Phase::Forward, micro, *outs))
     return err;
   m.outputs = *outs;
   m.copies.reserve(outs->size());
@@ -200,9 +214,6 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
     m.copies.push_back(hostCopy((*outs)[i]));
     m.outputs[i] = viewOf(m.copies.back());
   }
-  profile_.phase("send");
-  if (links_->sendsIn(StageLinks::Phase::Forward))
-    trace_.slice("send" + chunk, micro, "pipeline", t2, Clock::now());
   return llvm::Error::success();
 }
 
@@ -211,17 +222,9 @@ llvm::Error StageRun::backward(int step, int64_t micro) {
   if (it == inFlight_.end())
     return fail("backward of micro-batch " + llvm::Twine(micro) + " before its forward");
   InFlight &m = it->second;
-  std::string chunk = chunkSuffix();
-  Clock::time_point t0 = Clock::now();
-  if (links_) {
-    if (auto err = links_->receive(StageLinks::Phase::Backward, m.received))
+  if (links_)
+    if (auto err = receive(StageLinks::Phase::Backward, micro, m))
       return err;
-    for (const auto &r : m.received)
-      m.feeds[r.getKey()] = viewOf(r.getValue());
-    profile_.phase("receive");
-    if (links_->receivesIn(StageLinks::Phase::Backward))
-      trace_.slice("receive" + chunk, micro, "pipeline", t0, Clock::now());
-  }
   Clock::time_point t1 = Clock::now();
   llvm::StringMap<TensorView> feeds;
   for (const BackwardInput &b : bwdInputs_)
@@ -235,15 +238,11 @@ llvm::Error StageRun::backward(int step, int64_t micro) {
       return err;
   grads_->afterGradients(micro, *outs);
   profile_.phase("backward");
-  Clock::time_point t2 = Clock::now();
-  trace_.slice("backward" + chunk, micro, "compute", t1, t2);
+  trace_.slice("backward" + chunkSuffix(), micro, "compute", t1, Clock::now());
   if (!links_)
     return llvm::Error::success();
-  if (auto err = links_->send(StageLinks::Phase::Backward, *outs))
+  if (auto err = send(StageLinks::Phase::Backward, micro, *outs))
     return err;
-  profile_.phase("send");
-  if (links_->sendsIn(StageLinks::Phase::Backward))
-    trace_.slice("send" + chunk, micro, "pipeline", t2, Clock::now());
   freeSets_.push_back(std::move(m.set));
   inFlight_.erase(it);
   return llvm::Error::success();

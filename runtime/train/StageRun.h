@@ -124,6 +124,10 @@ private:
     std::vector<TensorView> outputs;
   };
   std::map<int64_t, InFlight> inFlight_;
+  /// Under a pipeline: what the phase's program receives, into micro-batch
+  /// `m`'s feeds, and what it sends (each profiled and traced).
+  llvm::Error receive(StageLinks::Phase phase, int64_t micro, InFlight &m);
+  llvm::Error send(StageLinks::Phase phase, int64_t micro, const std::vector<TensorView> &outputs);
 };
 
 } // namespace partita::rt

@@ -95,7 +95,7 @@ private:
 
 llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   // The rank's model chunks: stage s of the pp axis holds global stages s, s + pp, ...
-  const int64_t chunks = std::max<int64_t>(1, plan_.virtualStages), global = stages_ * chunks;
+  const int64_t chunks = plan_.virtualStages, global = plan_.globalStages();
   for (int64_t k = 0; k < chunks; ++k) {
     int64_t stage = stage_ + k * stages_;
     auto find = [&](const char *base) { return session_.program(chunkProgram(base, stage, plan_)); };
