@@ -12,9 +12,12 @@
 // take their weight's sharding, so propagate-sharding carries every split of
 // the weight through its update and the planner places the norm's reductions
 // (a sum over a split gradient is partial). The squares are summed per set
-// of splitting axes first, so the tp-split weights cost one all-reduce.
+// of splitting axes first, so the tp-split weights cost one all-reduce. A
+// pipeline stage's copy of a shared weight (copy-shared-weights) is updated
+// like any weight but left out of the norm: the parameter counts once.
 //===----------------------------------------------------------------------===//
 #include "passes/AddOptimizer.h"
+#include "compiler/plan/Plan.h"
 #include "passes/Passes.h"
 #include "passes/SplitPipeline.h"
 #include "passes/autodiff/GradBuilder.h"
@@ -119,18 +122,22 @@ public:
       const std::string &p = w->name();
       Value *grad = laidOutAs(io::gradient(p), w);
       Value *m = laidOutAs(io::moment1(p), w), *v = laidOutAs(io::moment2(p), w);
-      Value *sq = tag(b.op("ReduceSum", {tag(b.op("Mul", {grad, grad}), io::kGradNorm)},
-                           {{"keepdims", Attribute::ofInt(0)}}),
-                      io::kGradNorm);
-      // The axes splitting w: its square sum is partial over exactly those.
-      std::set<std::string> axes;
-      if (w->sharding())
-        for (const auto &d : w->sharding()->dims)
-          axes.insert(d.begin(), d.end());
-      std::string key = llvm::join(axes.begin(), axes.end(), ",");
       int64_t stage = stageOfWeight(g, *w);
-      Value *&sum = sums[{stage, key}];
-      sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
+      // A stage's copy of a shared weight (copy-shared-weights) has the
+      // weight's summed gradient: the norm counts the parameter once.
+      if (!w->definingNode()->hasAttr(kCopyOfAttr)) {
+        Value *sq = tag(b.op("ReduceSum", {tag(b.op("Mul", {grad, grad}), io::kGradNorm)},
+                             {{"keepdims", Attribute::ofInt(0)}}),
+                        io::kGradNorm);
+        // The axes splitting w: its square sum is partial over exactly those.
+        std::set<std::string> axes;
+        if (w->sharding())
+          for (const auto &d : w->sharding()->dims)
+            axes.insert(d.begin(), d.end());
+        std::string key = llvm::join(axes.begin(), axes.end(), ",");
+        Value *&sum = sums[{stage, key}];
+        sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
+      }
       Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, grad, m, v, scale},
                                 {io::updated(p), io::updated(io::moment1(p)), io::updated(io::moment2(p))}, "partita");
       adam->setAttr("beta1", Attribute::ofFloat(o_.beta1));
@@ -151,6 +158,9 @@ public:
       total = total ? tag(b.op("Add", {total, sum}), io::kGradNorm) : sum;
       stageSince(mark, key.first);
     }
+    for (const Value *w : weights) // a stage updating only copies: its norm is 0
+      if (int64_t stage = stageOfWeight(g, *w); !totals.count(stage))
+        totals[stage] = b.scalar(0.0, DType::F32);
     if (auto err = b.takeError())
       return passError(name(), llvm::toString(std::move(err)));
     for (Value *out : outs)

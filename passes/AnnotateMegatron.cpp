@@ -26,6 +26,7 @@
 #include "compiler/ops/OpRegistry.h"
 #include "passes/PatternMatch.h"
 #include "passes/SplitFusedProjections.h"
+#include "compiler/plan/Plan.h"
 #include "passes/Passes.h"
 #include "passes/sharding/ShardingRules.h"
 #include "llvm/ADT/DenseMap.h"
@@ -174,13 +175,21 @@ public:
                            " (as Megatron's --make-vocab-size-divisible-by does)");
         continue;
       }
-      const Value *table = w->output();
-      if (std::all_of(table->users().begin(), table->users().end(), [&](const Node *u) {
-            return (u->is("Gather") && u->input(0) == table && u->intAttr("axis", 0) == 0) || tiedHeadTable(u) ||
-                   u->is("EmbeddingGrad", "partita") || // its backward (reads the table's shape)
-                   (w->hasAttr("tied") && isHeadOperand(u, table)); // the tied head's backward, dY E
-          }))
+      auto readAsTable = [&](const Node *t) {
+        const Value *table = t->output();
+        return std::all_of(table->users().begin(), table->users().end(), [&](const Node *u) {
+          return (u->is("Gather") && u->input(0) == table && u->intAttr("axis", 0) == 0) || tiedHeadTable(u) ||
+                 u->is("EmbeddingGrad", "partita") || // its backward (reads the table's shape)
+                 (t->hasAttr("tied") && isHeadOperand(u, table)); // the tied head's backward, dY E
+        });
+      };
+      if (readAsTable(w)) {
         setLayout(w->output(), axis_, Layout::split(0)); // a tied head follows: split over the vocabulary too
+        // A later pipeline stage's copy of the table (its tied head's) is split as the table is.
+        for (Node *c : g.nodes())
+          if (c->is("Weight") && c->stringAttr(kCopyOfAttr, "") == w->output()->name() && readAsTable(c))
+            setLayout(c->output(), axis_, Layout::split(0));
+      }
       g.coverage.push_back("embedding: vocab-parallel " + n->describe());
     }
 

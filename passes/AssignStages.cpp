@@ -17,7 +17,9 @@
 // count per stage, summing to the layer count) sets the boundaries instead.
 //
 // Nodes that read only graph inputs and constants (position ids, masks) get no
-// stage: every stage that reads them computes its own (split-pipeline). Each
+// stage: every stage that reads them computes its own (split-pipeline). Nodes
+// that read only weights and constants (a tied head's transpose of the table)
+// run on the first stage that reads them. Each
 // stage's layers and cost are added to the graph's coverage (plan.json).
 //===----------------------------------------------------------------------===//
 #include "passes/LayerNames.h"
@@ -142,6 +144,43 @@ public:
   }
 
   llvm::Error run(Graph &g) override {
+    if (auto err = assign(g))
+      return err;
+    placeWeightReads(g);
+    return llvm::Error::success();
+  }
+
+private:
+  /// A node computed from weights and constants alone (a tied head's
+  /// transpose of the table) runs on the first stage that reads it, not
+  /// where the cut left it: no stage sends what another can compute from its
+  /// own copy of the weight, and each reads the weights its own math needs.
+  static void placeWeightReads(Graph &g) {
+    llvm::DenseSet<const Value *> fromWeights;
+    std::vector<Node *> nodes;
+    for (Node *n : g.nodes()) {
+      if (isLeaf(*n)) {
+        fromWeights.insert(n->output());
+        continue;
+      }
+      if (n->hasAttr(kStageAttr) && n->numInputs() > 0 &&
+          llvm::all_of(n->inputs(), [&](const Value *in) { return !in || fromWeights.count(in); })) {
+        fromWeights.insert(n->outputs().begin(), n->outputs().end());
+        nodes.push_back(n);
+      }
+    }
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      int64_t stage = std::numeric_limits<int64_t>::max();
+      for (const Value *o : (*it)->outputs())
+        for (const Node *u : o->users())
+          if (u->hasAttr(kStageAttr))
+            stage = std::min(stage, u->intAttr(kStageAttr, 0));
+      if (stage != std::numeric_limits<int64_t>::max())
+        (*it)->setAttr(kStageAttr, Attribute::ofInt(stage));
+    }
+  }
+
+  llvm::Error assign(Graph &g) {
     if (pp_ == 1 && layers_.empty())
       return llvm::Error::success();
     if (!cuts_.empty() && static_cast<int64_t>(cuts_.size()) + 1 != pp_)

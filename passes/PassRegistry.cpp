@@ -12,7 +12,8 @@ void registerAllPasses() {
                              commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
                              insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass,
-                             classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass})
+                             classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass,
+                             copySharedWeightsPass})
     PassRegistry::get().add(make());
 }
 

@@ -36,5 +36,6 @@ PassInfo addOptimizerPass();
 PassInfo zeroPartitionPass();
 PassInfo assignStagesPass();
 PassInfo recomputePass();
+PassInfo copySharedWeightsPass();
 
 } // namespace partita

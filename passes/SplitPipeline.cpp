@@ -1,5 +1,6 @@
 //===- SplitPipeline.cpp --------------------------------------------------===//
 #include "passes/SplitPipeline.h"
+#include "compiler/plan/Plan.h"
 #include "passes/AddOptimizer.h"
 #include "passes/SplitPrograms.h"
 #include "llvm/ADT/DenseMap.h"
@@ -123,38 +124,39 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
     }
   auto on = [&](const Node *n, int64_t s) { return !isLeaf(n) && (stage.lookup(n) == s || wanted[s].count(n)); };
   PipelineSplit out;
-  // A trained weight read on several stages: its update's stage sends it to the others.
+  // Each stage holds its own copy of a trained weight several read
+  // (copy-shared-weights): a copy's stage and its weight's sum their
+  // gradients before the step.
+  auto readersOf = [&](const Node *w) {
+    std::set<int64_t> readers;
+    for (const Node *u : w->output()->users())
+      for (int64_t s = 0; s < stages; ++s)
+        if (on(u, s))
+          readers.insert(s);
+    return readers;
+  };
   for (const Node *n : nodes) {
     if (!n->is("Weight") || !trained.count(n->output()->name()))
       continue;
-    std::set<int64_t> readers;
-    int64_t owner = -1;
-    for (const Node *u : n->output()->users())
-      for (int64_t s = 0; s < stages; ++s)
-        if (on(u, s)) {
-          readers.insert(s);
-          if (u->is("AdamW", "partita"))
-            owner = s;
-        }
-    if (readers.size() < 2)
+    std::set<int64_t> readers = readersOf(n);
+    auto list = [](const std::set<int64_t> &s) {
+      return llvm::join(llvm::map_range(s, [](int64_t k) { return std::to_string(k); }), " and ");
+    };
+    if (readers.size() > 1)
+      return fail("trained weight '" + n->output()->name() + "' is read on stages " + list(readers) +
+                  ": each stage needs a copy of its own (run copy-shared-weights after assign-stages)");
+    if (!n->hasAttr(kCopyOfAttr) || readers.empty())
       continue;
-    // The stage whose step writes it (under ZeRO the update reads a slice of it).
-    if (const Value *updated = g.findValue(optimizer_io::updated(n->output()->name())))
-      if (const Node *def = updated->definingNode(); def && !isLeaf(def) && stage.lookup(def) != kReplicated)
-        owner = stage.lookup(def);
-    if (owner < 0)
-      return fail("trained weight '" + n->output()->name() + "' is read on stages " +
-                  llvm::join(llvm::map_range(readers, [](int64_t s) { return std::to_string(s); }), " and ") +
-                  ", and no optimizer step updates it: no stage can keep the copies equal");
-    // The owner sends after its step, the readers receive in theirs: an owner
-    // after a reader on the same rank (virtual stages) could wait on it.
-    if (owner != *readers.begin())
-      return fail("trained weight '" + n->output()->name() + "' is updated on stage " + llvm::Twine(owner) +
-                  ", after stage " + llvm::Twine(*readers.begin()) + " that reads it too: the stage updating a "
-                  "shared weight must be the first to read it");
-    for (int64_t s : readers)
-      if (s != owner)
-        out.weights.push_back({n->output()->name(), owner, s});
+    std::string of = n->stringAttr(kCopyOfAttr, "");
+    const Value *w = g.findValue(of);
+    std::set<int64_t> first = w && w->definingNode() && w->definingNode()->is("Weight") ? readersOf(w->definingNode())
+                                                                                        : std::set<int64_t>{};
+    int64_t to = *readers.begin();
+    if (first.size() != 1 || !trained.count(of) || sharedWeightCopy(of, to) != n->output()->name() ||
+        *first.begin() >= to)
+      return fail("weight '" + n->output()->name() + "' is a copy of '" + of + "' read on stage " + llvm::Twine(to) +
+                  ", but '" + of + "' is no trained weight of one earlier stage");
+    out.weights.push_back({of, *first.begin(), to});
   }
   // Forward outputs leave from the last stage (the loss, the logits).
   llvm::DenseMap<const Node *, std::string> programOf = assignPrograms(g);

@@ -15,14 +15,13 @@
 // stage's graph into its forward, backward, grad_norm and step programs. The
 // global graph's grad_norm.stage<s> is stage s's grad_norm output.
 //
-// A trained weight read on several stages (an embedding tied to the LM head:
-// the first and the last) is held by each of them. The stage that completes
-// its gradient (it sums the contributions: the head's is an edge) updates it
-// and sends the updated weight to the others after each step (a weight
-// edge), so every copy stays the one parameter.
+// A trained weight several stages read (an embedding tied to the LM head:
+// the first and the last) has a copy per later stage (copy-shared-weights);
+// `weights` pairs each copy's stage with its weight's, whose gradients the
+// runtime sums before the step.
 //
 // Refused, naming the value: a forward graph output made before the last
-// stage.
+// stage; a trained weight read on several stages without copies.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Graph.h"
@@ -43,7 +42,8 @@ struct PipelineSplit {
   std::vector<std::unique_ptr<Graph>> stages;
   /// Every edge once; its index is its message tag.
   std::vector<PipelineEdge> edges;
-  /// Trained weights stage `from` updates and stage `to` reads too.
+  /// Trained weights stage `from` holds and stage `to` holds a copy of
+  /// (Plan::pipelineWeights).
   std::vector<PipelineEdge> weights;
 };
 

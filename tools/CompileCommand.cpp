@@ -357,7 +357,7 @@ static llvm::Error compile(llvm::StringRef dir) {
       return fail(llvm::toString(std::move(err)));
     pm = PassManager();
     pm.verifyEach = true;
-    pipeline = "add-loss," + (pp > 1 ? assignStages() + "," : "") + "autodiff," +
+    pipeline = "add-loss," + (pp > 1 ? assignStages() + ",copy-shared-weights," : "") + "autodiff," +
                (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") + "remove-identity,cse,dce";
   } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
     pipeline += ",classify-parameters";
@@ -394,13 +394,15 @@ static llvm::Error compile(llvm::StringRef dir) {
                            "' in every probe, but the tables are too large to compare whole by default; "
                            "--tie-embeddings compares them (reads both once) and ties them if equal");
   for (const Node *n : g.nodes())
-    if (n->is("Weight") && n->hasAttr("tied"))
+    if (n->is("Weight") && n->hasAttr("tied") && !n->hasAttr(kCopyOfAttr))
       g.coverage.push_back("tied embeddings: '" + n->stringAttr("tied", "") + "' is the transpose of embedding '" +
                            n->stringAttr("name", "") + "': one parameter (--untie-embeddings keeps them apart)");
   std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
   std::vector<ParameterClass> classes; // before localize turns weights into shards
   if (differentiate)
-    classes = parameterClasses(g);
+    for (ParameterClass &c : parameterClasses(g)) // the model's initializers: no stage's copy of one
+      if (const Value *w = g.findValue(c.name); !w || !w->definingNode() || !w->definingNode()->hasAttr(kCopyOfAttr))
+        classes.push_back(std::move(c));
   // Training needs the loss and the gradients only: without the logits
   // output (output 1, after the loss) a vocab-parallel head's logits are
   // never gathered. Annotation ran first: it finds the LM head by that output.

@@ -352,8 +352,9 @@ static llvm::Error merge() {
   // Where each parameter goes, by initializer; and whether the output keeps external data.
   std::map<std::string, std::vector<std::pair<size_t, const ParamTarget *>>> targets;
   for (size_t i = 0; i < plan->params.size(); ++i)
-    for (const ParamTarget &t : plan->paramTargets[i])
-      targets[t.initializer].push_back({i, &t});
+    if (!isSharedWeightCopy(*plan, plan->params[i])) // a stage's copy equals the weight it copies
+      for (const ParamTarget &t : plan->paramTargets[i])
+        targets[t.initializer].push_back({i, &t});
   std::string modelDir = llvm::sys::path::parent_path(mergeModel).str();
   std::vector<std::string> inputs = {mergeModel};
   bool external = false;
@@ -427,7 +428,9 @@ static llvm::Error merge() {
   mark->set_value(mergeModel);
   if (auto err = files.commit(model))
     return err;
-  llvm::outs() << "partita: merged " << plan->params.size() << " trained parameters from " << plan->worldSize()
+  llvm::outs() << "partita: merged "
+               << llvm::count_if(plan->params, [&](const std::string &n) { return !isSharedWeightCopy(*plan, n); })
+               << " trained parameters from " << plan->worldSize()
                << " rank(s) into " << mergeOut << (external ? " (external data: " + files.dataPath() + ")" : "")
                << "\n";
   return llvm::Error::success();

@@ -18,6 +18,10 @@ std::string chunkProgram(llvm::StringRef base, int64_t stage, const Plan &p) {
   return chunk == 0 ? base.str() : (base + "." + llvm::Twine(chunk)).str();
 }
 
+bool isSharedWeightCopy(const Plan &p, llvm::StringRef name) {
+  return llvm::any_of(p.pipelineWeights, [&](const Plan::Edge &e) { return sharedWeightCopy(e.value, e.to) == name; });
+}
+
 Plan makePlan(const Mesh &mesh) {
   Plan p;
   p.mesh = mesh;

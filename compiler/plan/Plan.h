@@ -132,9 +132,11 @@ struct Plan {
     int64_t from = 0, to = 0; // stages
   };
   std::vector<Edge> pipelineEdges;
-  /// Trained weights stage `from` updates and stage `to` reads too (a tied
-  /// embedding): sent after each step (plan.json `pipeline_weights`; tag:
-  /// pipelineEdges.size() + its index).
+  /// Trained weights stages `from` and `to` both hold (a tied embedding):
+  /// stage `from`'s `value` and stage `to`'s copy sharedWeightCopy(value,
+  /// to), each updated by its own stage from the sum of both gradients,
+  /// which the two exchange before the optimizer step (plan.json
+  /// `pipeline_weights`; tag: pipelineEdges.size() + its index).
   std::vector<Edge> pipelineWeights;
   /// Pipeline plans: the model chunks each rank holds (compile
   /// --virtual-stages; interleaved 1F1B): rank s of pp holds stages s,
@@ -150,6 +152,17 @@ struct Plan {
   /// The pipeline's stages counting every model chunk: pp x virtual stages.
   int64_t globalStages() const { return stages() * virtualStages; }
 };
+
+/// Stage `stage`'s copy of trained weight `weight` that an earlier stage
+/// holds too (copy-shared-weights; Plan::pipelineWeights).
+inline std::string sharedWeightCopy(llvm::StringRef weight, int64_t stage) {
+  return weight.str() + ".stage" + std::to_string(stage);
+}
+/// The Weight attribute naming the weight a stage's copy is of.
+inline constexpr const char *kCopyOfAttr = "copy_of";
+/// Whether parameter `name` is a stage's copy of another (not written out:
+/// the weight it copies is).
+bool isSharedWeightCopy(const Plan &p, llvm::StringRef name);
 
 /// The name, among its rank's programs, of program `base` ("forward") of
 /// global stage `stage`: `base` for the rank's first model chunk, `base.k`

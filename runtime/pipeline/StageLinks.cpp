@@ -54,14 +54,14 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
     const Plan::Edge &e = plan.pipelineWeights[i];
     if (e.from != stage && e.to != stage)
       continue;
-    if (!pp || !forward.staticTensor(e.value))
-      return fail("stage " + llvm::Twine(stage) + " shares weight '" + e.value +
-                  "' with another stage, but " + (pp ? "its forward program has no such weight" : "has no pp group"));
+    if (!pp)
+      return fail("stage " + llvm::Twine(stage) + " shares weight '" + e.value + "' with another stage, but has no "
+                  "pp group");
     Link l;
     l.tag = static_cast<int>(plan.pipelineEdges.size() + i);
-    l.value = e.value;
+    l.value = e.from == stage ? e.value : sharedWeightCopy(e.value, e.to);
     l.peer = static_cast<int>((e.from == stage ? e.to : e.from) % ranks);
-    (e.from == stage ? s.sendWeights_ : s.recvWeights_).push_back(std::move(l));
+    s.shared_.push_back(std::move(l));
   }
   return std::move(s);
 }
@@ -78,17 +78,39 @@ llvm::Error StageLinks::startSend(const Link &l, const TensorView &v) {
   return llvm::Error::success();
 }
 
-llvm::Expected<bool> StageLinks::exchangeWeights(Program &forward) {
-  for (const Link &l : sendWeights_)
-    if (auto err = startSend(l, *forward.staticTensor(l.value)))
-      return std::move(err);
-  for (const Link &l : recvWeights_) {
-    const TensorView &w = *forward.staticTensor(l.value); // the program's own buffer: written in place
-    if (auto err = pp_->recv(w.data, static_cast<size_t>(w.numel()), w.dtype, l.peer, l.tag))
-      return fail("receiving the updated weight '" + l.value + "' from stage " + llvm::Twine(l.peer) + ": " +
-                  llvm::toString(std::move(err)));
-  }
-  return !recvWeights_.empty();
+const StageLinks::Link *StageLinks::sharedLink(llvm::StringRef param) const {
+  for (const Link &l : shared_)
+    if (l.value == param)
+      return &l;
+  return nullptr;
+}
+
+std::vector<std::string> StageLinks::sharedParameters() const {
+  std::vector<std::string> out;
+  for (const Link &l : shared_)
+    out.push_back(l.value);
+  return out;
+}
+
+llvm::Error StageLinks::sendSharedGradient(llvm::StringRef param, const TensorView &grad) {
+  const Link *l = sharedLink(param);
+  if (!l)
+    return fail("stage shares no weight '" + param + "' with another");
+  return startSend(*l, grad);
+}
+
+llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorView &grad) {
+  const Link *l = sharedLink(param);
+  if (!l || grad.dtype != DType::F32)
+    return fail("stage shares no f32 weight '" + param + "' with another");
+  std::vector<float> theirs(static_cast<size_t>(grad.numel()));
+  if (auto err = pp_->recv(theirs.data(), theirs.size(), DType::F32, l->peer, l->tag))
+    return fail("receiving the gradient of shared weight '" + param + "' from stage " + llvm::Twine(l->peer) + ": " +
+                llvm::toString(std::move(err)));
+  float *g = static_cast<float *>(grad.data);
+  for (size_t k = 0; k < theirs.size(); ++k)
+    g[k] += theirs[k];
+  return llvm::Error::success();
 }
 
 llvm::Error StageLinks::receive(Phase phase, llvm::StringMap<Tensor> &into) {

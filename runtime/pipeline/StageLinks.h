@@ -41,10 +41,16 @@ public:
   /// Sends the phase's outputs other stages read (`outputs`: the program's,
   /// in its order).
   llvm::Error send(Phase phase, const std::vector<TensorView> &outputs);
-  /// After each optimizer step: the stage that updates a weight other
-  /// stages read too (Plan::pipelineWeights) sends it; those receive it into
-  /// `forward`'s copy. Returns whether this stage's weights changed.
-  llvm::Expected<bool> exchangeWeights(Program &forward);
+  /// Before the optimizer step, for a trained weight this stage and another
+  /// hold (Plan::pipelineWeights: the weight and a stage's copy of it):
+  /// sends this stage's summed gradient `grad` of parameter `param` to the
+  /// other (from a copy); addSharedGradient then adds the other's into
+  /// `grad`, so both step with the one sum. The same two additions in
+  /// either order: both sums are equal to the bit.
+  llvm::Error sendSharedGradient(llvm::StringRef param, const TensorView &grad);
+  llvm::Error addSharedGradient(llvm::StringRef param, const TensorView &grad);
+  /// This stage's parameters whose gradients it sums with another stage's.
+  std::vector<std::string> sharedParameters() const;
   /// Waits for every send started (their buffers are then free).
   llvm::Error drain();
   /// Whether the phase's program receives (sends) anything.
@@ -77,7 +83,8 @@ private:
   }
   Communicator *pp_ = nullptr;
   std::vector<Link> recvForward_, recvBackward_, sendForward_, sendBackward_;
-  std::vector<Link> sendWeights_, recvWeights_;
+  std::vector<Link> shared_; // value: this stage's parameter
+  const Link *sharedLink(llvm::StringRef param) const;
   llvm::Error startSend(const Link &l, const TensorView &v);
   std::deque<Pending> pending_;
 };

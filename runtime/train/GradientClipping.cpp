@@ -12,7 +12,9 @@ llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std:
   for (size_t i = 0; i < names.size(); ++i) {
     // Shaped as the program reads it: like the parameter, or (ZeRO-2) the rank's part.
     const TensorType *t = gradNorm.inputType(optimizer_io::gradient(names[i]));
-    feeds[optimizer_io::gradient(names[i])] = TensorView{DType::F32, t ? t->shape : params[i]->shape, grads[i]};
+    if (!t) // a stage's copy of a shared weight: counted where the weight is
+      continue;
+    feeds[optimizer_io::gradient(names[i])] = TensorView{DType::F32, t->shape, grads[i]};
   }
   auto outs = gradNorm.run(feeds);
   if (!outs)

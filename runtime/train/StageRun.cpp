@@ -85,6 +85,14 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
       return fail("the step program has no gradient input for '" + paramNames_[i] + "'");
     numel.push_back(t->numel());
   }
+  gradNumel_ = numel;
+  for (const std::string &name : links_ ? links_->sharedParameters() : std::vector<std::string>{}) {
+    auto it = std::find(paramNames_.begin(), paramNames_.end(), name);
+    if (it == paramNames_.end())
+      return fail("stage " + llvm::Twine(stage_) + " shares weight '" + name +
+                  "' with another stage, but does not update it");
+    shared_.push_back(static_cast<size_t>(it - paramNames_.begin()));
+  }
   auto adam = AdamWState::create(*p_.step, paramNames_, params_, plan_.optimizer);
   if (!adam)
     return adam.takeError();
@@ -267,13 +275,20 @@ llvm::Error StageRun::step(int step, float lr, float gradScale, bool skip) {
       return err;
     p_.forward->weightsChanged();
   }
-  if (!links_)
-    return llvm::Error::success();
-  auto changed = links_->exchangeWeights(*p_.forward);
-  if (!changed)
-    return changed.takeError();
-  if (*changed)
-    p_.forward->weightsChanged();
+  return llvm::Error::success();
+}
+
+llvm::Error StageRun::sendSharedGradients() {
+  for (size_t i : shared_)
+    if (auto err = links_->sendSharedGradient(paramNames_[i], gradient(i)))
+      return err;
+  return llvm::Error::success();
+}
+
+llvm::Error StageRun::addSharedGradients() {
+  for (size_t i : shared_)
+    if (auto err = links_->addSharedGradient(paramNames_[i], gradient(i)))
+      return err;
   return llvm::Error::success();
 }
 

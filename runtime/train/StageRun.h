@@ -61,8 +61,13 @@ public:
   double lossSum() const { return grads_->lossSum(); }
   /// The squared norm of this stage's summed gradients (its grad_norm program's, squared).
   llvm::Expected<double> squaredGradientNorm();
-  /// AdamW on this stage's parameters, then the weights shared with other
-  /// stages sent or received (a tied embedding's copies stay one).
+  /// After the step's last backward, the gradients of the weights this
+  /// stage and another both hold (a tied embedding's table and its copy):
+  /// sent to the other stage, then the other's added (StageLinks). Every
+  /// chunk of the rank sends before any adds.
+  llvm::Error sendSharedGradients();
+  llvm::Error addSharedGradients();
+  /// AdamW on this stage's parameters.
   llvm::Error step(int step, float lr, float gradScale, bool skip);
   /// Parameter shards into outDir/rank<k>/ (ZeRO-3's parts gathered over dp).
   llvm::Error writeParameters(llvm::StringRef outDir) const;
@@ -96,6 +101,10 @@ private:
   std::vector<TensorType> paramTypes_;
   std::vector<bool> paramPartitioned_;
   std::vector<const TensorView *> params_;
+  std::vector<int64_t> gradNumel_; // as the step reads each gradient
+  /// The summed gradient of parameter i, as the step reads it.
+  TensorView gradient(size_t i) const { return TensorView{DType::F32, {gradNumel_[i]}, grads_->gradient(i)}; }
+  std::vector<size_t> shared_; // the parameters whose gradients another stage's are added to
   std::unique_ptr<GradientAccumulator> grads_;
   std::optional<AdamWState> adam_;
   /// Where each backward input comes from: a forward output (a saved

@@ -191,6 +191,13 @@ llvm::Error TrainingRun::reduceGradients() {
     for (StageRun &c : chunks_)
       if (auto err = c.drain())
         return err;
+    // A weight two stages hold: both step with the sum of their gradients.
+    for (StageRun &c : chunks_)
+      if (auto err = c.sendSharedGradients())
+        return err;
+    for (StageRun &c : chunks_)
+      if (auto err = c.addSharedGradients())
+        return err;
     if (auto err = session_.group("pp")->broadcast(&loss_, 1, DType::F32, static_cast<int>(stages_ - 1)))
       return err;
     profile_.phase("pipeline flush");
