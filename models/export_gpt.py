@@ -59,3 +59,10 @@ torch._C._jit_pass_onnx_deduplicate_initializers = lambda graph, params, is_trai
 with torch.no_grad():
     torch.onnx.export(model, (ids,), a.out, input_names=["ids"], output_names=["out"], opset_version=17)
 np.save(a.out.replace(".onnx", "") + ".ids.npy", ids.numpy())
+# Named as the fixtures are (test/e2e/tensor_parallel.sh reads them): the ids
+# and PyTorch's output for them.
+if a.batch == 2:
+    with torch.no_grad():
+        ref = model(ids)
+    np.save(a.out.replace(".onnx", "") + ".b2.in.ids.npy", ids.numpy())
+    np.save(a.out.replace(".onnx", "") + ".b2.ref.out.npy", (ref[0] if isinstance(ref, tuple) else ref).numpy())

@@ -21,6 +21,7 @@
 #include "tools/Commands.h"
 #include "tools/DsConfig.h"
 #include "tools/OutputDir.h"
+#include "tools/MicroBatches.h"
 #include "tools/ToolCommon.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -387,7 +388,18 @@ int launchMain(int argc, char **argv) {
   if (auto err = checkTokenInputs(*plan, *tensors))
     return reportError(tool, std::move(err));
   if (!trainPlan) { // checked and said here, once; every worker fills the same inputs
-    auto filled = fillRoleInputs(plan->inputs, *tensors);
+    auto micro = splitMicroBatches(plan->inputs, *tensors);
+    if (!micro)
+      return reportError(tool, micro.takeError());
+    if (micro->batches.size() > 1) {
+      if (opts.repeat > 1)
+        return reportError(tool, fail("--repeat " + llvm::Twine(opts.repeat) + " times one batch; the inputs hold " +
+                                      llvm::Twine(micro->batches.size()) + " batches of the compiled shape"));
+      llvm::outs() << "partita launch: the inputs hold " << micro->batches.size()
+                   << " batches of the compiled shape: " << micro->batches.size()
+                   << " micro-batches, the outputs concatenated on the batch\n";
+    }
+    auto filled = fillRoleInputs(plan->inputs, micro->batches[0]);
     if (!filled)
       return reportError(tool, filled.takeError());
     for (const std::string &line : *filled)
@@ -542,7 +554,7 @@ static llvm::Error runRank(int rank) {
 
 /// Inference on a pipeline stage: receive what the stage before sends, run
 /// the forward, send on; the last stage's first rank writes the outputs.
-static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, llvm::StringMap<Tensor> &tensors,
+static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, MicroBatches &micro,
                                 const std::string &writeDir) {
   const Plan &plan = session.plan();
   int64_t stage = session.coordinate("pp");
@@ -553,45 +565,57 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, llvm
   for (const auto &in : forward.inputs())
     if (!links->receives(in.name))
       specs.push_back({in.name, in.type});
-  if (auto filled = fillRoleInputs(specs, tensors); !filled)
-    return filled.takeError();
-  std::vector<rt::TensorView> outs;
-  for (int i = 0; i < std::max(1, opts.repeat); ++i) {
-    llvm::StringMap<Tensor> received;
-    if (auto err = links->receive(rt::StageLinks::Phase::Forward, received))
-      return err;
-    llvm::StringMap<rt::TensorView> feeds;
-    for (const auto &in : forward.inputs()) {
-      auto r = received.find(in.name);
-      const Tensor *t = r != received.end() ? &r->second : nullptr;
-      if (!t && tensors.count(in.name))
-        t = &tensors.find(in.name)->second;
-      if (!t)
-        return fail("stage " + llvm::Twine(stage) + ": no value for input '" + in.name + "'");
-      feeds[in.name] = rt::viewOf(*t);
-    }
-    auto ran = forward.run(feeds);
-    if (!ran)
-      return ran.takeError();
-    if (auto err = links->send(rt::StageLinks::Phase::Forward, *ran))
-      return err;
-    outs = std::move(*ran);
-  }
-  if (auto err = links->drain())
-    return err;
+  for (auto &batch : micro.batches)
+    if (auto filled = fillRoleInputs(specs, batch); !filled)
+      return filled.takeError();
   bool writer = stage + 1 == plan.stages();
   for (const MeshAxis &a : plan.mesh.axes)
     writer &= a.name == "pp" || session.coordinate(a.name) == 0;
+  // Micro-batch j's outputs, by output (the writer's), for the last repeat.
+  std::vector<std::vector<Tensor>> outs(plan.outputs.size());
+  const int repeat = std::max(1, opts.repeat);
+  for (int i = 0; i < repeat; ++i)
+    for (size_t j = 0; j < micro.batches.size(); ++j) {
+      llvm::StringMap<Tensor> received;
+      if (auto err = links->receive(rt::StageLinks::Phase::Forward, received))
+        return err;
+      llvm::StringMap<rt::TensorView> feeds;
+      for (const auto &in : forward.inputs()) {
+        auto r = received.find(in.name);
+        const Tensor *t = r != received.end() ? &r->second : nullptr;
+        if (!t && micro.batches[j].count(in.name))
+          t = &micro.batches[j].find(in.name)->second;
+        if (!t)
+          return fail("stage " + llvm::Twine(stage) + ": no value for input '" + in.name + "'");
+        feeds[in.name] = rt::viewOf(*t);
+      }
+      auto ran = forward.run(feeds);
+      if (!ran)
+        return ran.takeError();
+      if (auto err = links->send(rt::StageLinks::Phase::Forward, *ran))
+        return err;
+      if (!writer || i + 1 < repeat)
+        continue;
+      for (size_t o = 0; o < plan.outputs.size(); ++o)
+        for (size_t k = 0; k < ran->size(); ++k)
+          if (forward.outputNames()[k] == plan.outputs[o].name)
+            outs[o].push_back(rt::hostCopy((*ran)[k]));
+    }
+  if (auto err = links->drain())
+    return err;
   if (!writer)
     return llvm::Error::success();
   std::vector<std::string> names;
   std::vector<Tensor> values;
-  for (const TensorSpec &o : plan.outputs)
-    for (size_t i = 0; i < outs.size(); ++i)
-      if (forward.outputNames()[i] == o.name) {
-        names.push_back(o.name);
-        values.push_back(rt::hostCopy(outs[i]));
-      }
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    if (outs[o].empty())
+      continue;
+    auto whole = concatMicroBatches(plan.outputs[o].name, outs[o]);
+    if (!whole)
+      return whole.takeError();
+    names.push_back(plan.outputs[o].name);
+    values.push_back(std::move(*whole));
+  }
   return rt::writeNpyFiles(writeDir, names, values);
 }
 
@@ -610,23 +634,41 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   if (!tensors)
     return tensors.takeError();
   rt::Program &forward = *(*session)->program("forward");
-  if (plan.stages() > 1)
-    return runPipelined(**session, forward, *tensors, writeDir);
   std::vector<TensorSpec> specs;
   for (const auto &in : forward.inputs())
     specs.push_back({in.name, in.type});
-  if (auto filled = fillRoleInputs(specs, *tensors); !filled) // the launcher printed what it fills
-    return filled.takeError();
+  auto micro = splitMicroBatches(plan.stages() > 1 ? plan.inputs : specs, *tensors);
+  if (!micro)
+    return micro.takeError();
+  if (plan.stages() > 1)
+    return runPipelined(**session, forward, *micro, writeDir);
   RunOptions ro;
   ro.repeat = std::max(1, opts.repeat);
-  auto result = runLoaded(forward, (*session)->device(), *tensors, ro);
-  if (!result)
-    return result.takeError();
-  if (rank == 0 && ro.repeat > 1)
-    llvm::outs() << "rank 0: " << result->statsLine << "\n";
-  if (rank == 0)
-    return rt::writeNpyFiles(writeDir, result->names, result->outputs);
-  return llvm::Error::success();
+  std::vector<std::string> names;
+  std::vector<std::vector<Tensor>> parts;
+  for (auto &batch : micro->batches) {
+    if (auto filled = fillRoleInputs(specs, batch); !filled) // the launcher printed what it fills
+      return filled.takeError();
+    auto result = runLoaded(forward, (*session)->device(), batch, ro);
+    if (!result)
+      return result.takeError();
+    if (rank == 0 && ro.repeat > 1)
+      llvm::outs() << "rank 0: " << result->statsLine << "\n";
+    names = result->names;
+    parts.resize(result->outputs.size());
+    for (size_t o = 0; o < result->outputs.size(); ++o)
+      parts[o].push_back(std::move(result->outputs[o]));
+  }
+  if (rank != 0)
+    return llvm::Error::success();
+  std::vector<Tensor> values;
+  for (size_t o = 0; o < names.size(); ++o) {
+    auto whole = concatMicroBatches(names[o], parts[o]);
+    if (!whole)
+      return whole.takeError();
+    values.push_back(std::move(*whole));
+  }
+  return rt::writeNpyFiles(writeDir, names, values);
 }
 
 /// This worker's status file (see RankStatus); -1 without --rank-status-dir.
