@@ -11,9 +11,10 @@
 // last (the final norm, the LM head, the loss) on the last. A model without
 // numbered layers is cut wherever the fewest values cross.
 //
-// The boundaries minimise the slowest stage's cost (dynamic programming over
-// the layer boundaries); a node's cost is its multiply-adds (2·M·N·K for a
-// product) or, for the rest, the elements it writes. layers=a,b,... (one
+// The boundaries minimise the slowest stage's time by dynamic programming over
+// the layer boundaries: each node's roofline time from its FLOP and bytes
+// moved (StageCost.h; option intensity=FLOP per byte, 64). Each stage's FLOP,
+// bytes, parameters and stashed activations are reported. layers=a,b,... (one
 // count per stage, summing to the layer count) sets the boundaries instead.
 //
 // Nodes that read only graph inputs and constants (position ids, masks) get no
@@ -23,6 +24,7 @@
 // stage's layers and cost are added to the graph's coverage (plan.json).
 //===----------------------------------------------------------------------===//
 #include "passes/LayerNames.h"
+#include "passes/StageCost.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -37,22 +39,6 @@ namespace partita {
 namespace {
 
 bool isLeaf(const Node &n) { return n.is("Constant") || n.is("Weight"); }
-
-/// Multiply-adds of a product (2·M·N·K), else the elements written.
-double costOf(const Node &n) {
-  double out = 0;
-  for (const Value *v : n.outputs())
-    out += static_cast<double>(v->type().numel());
-  const Value *a = n.input(0);
-  if (!a || a->type().rank() == 0)
-    return out;
-  const Shape &s = a->type().shape;
-  if (n.is("MatMul") || n.is("Linear", "partita"))
-    return 2 * out * static_cast<double>(s.back());
-  if (n.is("Gemm") && s.size() == 2)
-    return 2 * out * static_cast<double>(n.intAttr("transA", 0) ? s[0] : s[1]);
-  return out;
-}
 
 /// Orders the nodes so that each layer's are contiguous where the data
 /// allows: an encoder-decoder's export interleaves the decoder's first
@@ -123,6 +109,11 @@ public:
       value.split(items, ',', -1, false);
       for (llvm::StringRef item : items)
         cuts_.push_back(item.trim().str());
+      return llvm::Error::success();
+    }
+    if (key == "intensity") { // FLOP per byte moved (StageCost.h)
+      if (value.getAsDouble(intensity_) || !(intensity_ >= 0))
+        return passError(name(), "option intensity expects FLOP per byte >= 0, got '" + value + "'");
       return llvm::Error::success();
     }
     if (key == "equal") { // interleaving: every stage the same number of layers
@@ -230,9 +221,16 @@ private:
       }
     for (int64_t k = 1; k <= count; ++k)
       crossing[k] += crossing[k - 1];
-    std::vector<double> prefix(count + 1, 0); // cost of positions [0, k)
-    for (int64_t i = 0; i < count; ++i)
-      prefix[i + 1] = prefix[i] + costOf(*order[i]);
+    // Time (roofline FLOP) and the rest of the cost of positions [0, k).
+    std::vector<double> prefix(count + 1, 0);
+    costs_.assign(count + 1, NodeCost{});
+    llvm::DenseSet<const Value *> seen;
+    for (int64_t i = 0; i < count; ++i) {
+      NodeCost c = forwardCost(*order[i], seen);
+      prefix[i + 1] = prefix[i] + c.time(intensity_);
+      costs_[i + 1] = costs_[i];
+      costs_[i + 1] += c;
+    }
 
     if (!cuts_.empty())
       return cutAt(g, order, prefix);
@@ -322,9 +320,7 @@ private:
       std::string what = keys.empty() ? "pieces " + std::to_string(firstPiece) + "-" + std::to_string(lastPiece)
                                       : std::to_string(lastPiece - firstPiece + 1) + " layer(s) " +
                                             keys[firstPiece] + " .. " + keys[lastPiece];
-      char cost[32];
-      std::snprintf(cost, sizeof cost, "%.3g", (prefix[bounds[s + 1]] - prefix[bounds[s]]) / 1e9);
-      std::string line = "pipeline stage " + std::to_string(s) + ": " + what + ", " + cost + " GFLOP";
+      std::string line = "pipeline stage " + std::to_string(s) + ": " + what + ", " + report(bounds[s], bounds[s + 1]);
       if (s + 1 < pp_)
         line += ", cut before node " + order[bounds[s + 1]]->describe() + " (" +
                 std::to_string(crossing[bounds[s + 1]]) + " value(s) cross)";
@@ -333,7 +329,15 @@ private:
     return llvm::Error::success();
   }
 
-private:
+  /// Positions [from, to)'s cost, as the stage report says it.
+  std::string report(int64_t from, int64_t to) const {
+    NodeCost c = costs_[to] - costs_[from];
+    char line[160];
+    std::snprintf(line, sizeof line, "%.3g GFLOP, %.3g MB moved, parameters %.3g MB, stashed %.3g MB per micro-batch",
+                  c.flops / 1e9, c.bytes / 1e6, c.parameters / 1e6, c.stashed / 1e6);
+    return line;
+  }
+
   /// Stages cut right before the named nodes (cuts=...), in program order.
   llvm::Error cutAt(Graph &g, const std::vector<Node *> &order, const std::vector<double> &prefix) {
     std::vector<int64_t> bounds{0};
@@ -353,11 +357,9 @@ private:
     for (int64_t s = 0; s < pp_; ++s) {
       for (int64_t i = bounds[s]; i < bounds[s + 1]; ++i)
         order[i]->setAttr(kStageAttr, Attribute::ofInt(s));
-      char cost[32];
-      std::snprintf(cost, sizeof cost, "%.3g", (prefix[bounds[s + 1]] - prefix[bounds[s]]) / 1e9);
       g.coverage.push_back("pipeline stage " + std::to_string(s) + ": " +
                            std::to_string(bounds[s + 1] - bounds[s]) + " nodes from " + order[bounds[s]]->describe() +
-                           ", " + cost + " GFLOP");
+                           ", " + report(bounds[s], bounds[s + 1]));
     }
     return llvm::Error::success();
   }
@@ -396,6 +398,8 @@ private:
 
   int64_t pp_ = 1;
   bool equal_ = false;
+  double intensity_ = kDefaultIntensity;
+  std::vector<NodeCost> costs_; // prefix sums over the staged nodes
   std::vector<std::string> cuts_;
   std::vector<int64_t> layers_;
 };
@@ -406,12 +410,13 @@ PassInfo assignStagesPass() {
   return {"assign-stages", "Place every forward node on a pipeline stage, cut between layers, balanced by cost",
           "On the forward graph (before autodiff): sets the `stage` attribute of every node that reads a weight "
           "or another such node; cuts only between numbered layers (\"/h.3/...\"), where the fewest values "
-          "cross, choosing the boundaries that minimise the slowest stage's cost (multiply-adds); the embedding "
+          "cross, choosing the boundaries that minimise the slowest stage's roofline time (StageCost.h); the embedding "
           "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
           "no stage. Adds a line per stage to the coverage report.",
           "pp=int (1): the number of stages; layers=int,int,... : layers per stage instead of the balance; "
           "equal=0|1 (0): as many layers on every stage (interleaving), refused when they do not divide; "
-          "cuts=name,... : stages start right before these nodes instead",
+          "cuts=name,... : stages start right before these nodes instead; intensity=float (64): FLOP per byte "
+          "moved, the device's machine balance",
           [] { return std::make_unique<AssignStages>(); }};
 }
 
