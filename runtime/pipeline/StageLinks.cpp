@@ -29,6 +29,7 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
     l.tag = static_cast<int>(i);
     l.value = e.value;
     if (e.to == stage) {
+      l.peerStage = e.from;
       l.peer = static_cast<int>(e.from % ranks);
       const TensorType *t = forward.inputType(e.value);
       Phase phase = Phase::Forward;
@@ -39,6 +40,7 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
       l.type = *t;
       s.links(phase, false).push_back(std::move(l));
     } else {
+      l.peerStage = e.to;
       l.peer = static_cast<int>(e.to % ranks);
       int64_t at = outputIndex(forward, e.value);
       Phase phase = Phase::Forward;
@@ -60,10 +62,15 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
     Link l;
     l.tag = static_cast<int>(plan.pipelineEdges.size() + i);
     l.value = e.from == stage ? e.value : sharedWeightCopy(e.value, e.to);
-    l.peer = static_cast<int>((e.from == stage ? e.to : e.from) % ranks);
+    l.peerStage = e.from == stage ? e.to : e.from;
+    l.peer = static_cast<int>(l.peerStage % ranks);
     s.shared_.push_back(std::move(l));
   }
   return std::move(s);
+}
+
+std::string StageLinks::peerName(const Link &l) {
+  return "stage " + std::to_string(l.peerStage) + " (pp rank " + std::to_string(l.peer) + ")";
 }
 
 llvm::Error StageLinks::startSend(const Link &l, const TensorView &v) {
@@ -72,7 +79,7 @@ llvm::Error StageLinks::startSend(const Link &l, const TensorView &v) {
   auto handle = pp_->startSend(pending_.back().bytes.data(), static_cast<size_t>(v.numel()), v.dtype, l.peer, l.tag);
   if (!handle) {
     pending_.pop_back();
-    return fail("sending %" + l.value + " to stage " + llvm::Twine(l.peer) + ": " + llvm::toString(handle.takeError()));
+    return fail("sending %" + l.value + " to " + peerName(l) + ": " + llvm::toString(handle.takeError()));
   }
   pending_.back().handle = *handle;
   return llvm::Error::success();
@@ -105,7 +112,7 @@ llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorVie
     return fail("stage shares no f32 weight '" + param + "' with another");
   std::vector<float> theirs(static_cast<size_t>(grad.numel()));
   if (auto err = pp_->recv(theirs.data(), theirs.size(), DType::F32, l->peer, l->tag))
-    return fail("receiving the gradient of shared weight '" + param + "' from stage " + llvm::Twine(l->peer) + ": " +
+    return fail("receiving the gradient of shared weight '" + param + "' from " + peerName(*l) + ": " +
                 llvm::toString(std::move(err)));
   float *g = static_cast<float *>(grad.data);
   for (size_t k = 0; k < theirs.size(); ++k)
@@ -117,7 +124,7 @@ llvm::Error StageLinks::receive(Phase phase, llvm::StringMap<Tensor> &into) {
   for (const Link &l : links(phase, false)) {
     auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(l.type.numel()) * dtypeSize(l.type.dtype));
     if (auto err = pp_->recv(bytes->data(), static_cast<size_t>(l.type.numel()), l.type.dtype, l.peer, l.tag))
-      return fail("receiving %" + l.value + " from stage " + llvm::Twine(l.peer) + ": " + llvm::toString(std::move(err)));
+      return fail("receiving %" + l.value + " from " + peerName(l) + ": " + llvm::toString(std::move(err)));
     into[l.value] = Tensor(l.type.dtype, l.type.shape, std::move(bytes));
   }
   return llvm::Error::success();

@@ -68,7 +68,8 @@ public:
 private:
   struct Link {
     int tag = 0;
-    int peer = 0; // the other stage
+    int peer = 0;          // the other stage's rank in the pp group
+    int64_t peerStage = 0; // the other stage (a model chunk under interleaving)
     std::string value;
     TensorType type; // receive: the program input's
     size_t output = 0; // send: the program output's index
@@ -86,6 +87,8 @@ private:
   std::vector<Link> shared_; // value: this stage's parameter
   const Link *sharedLink(llvm::StringRef param) const;
   llvm::Error startSend(const Link &l, const TensorView &v);
+  /// "stage 3 (pp rank 1)": who a message goes to or comes from.
+  static std::string peerName(const Link &l);
   std::deque<Pending> pending_;
 };
 
