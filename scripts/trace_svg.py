@@ -23,8 +23,14 @@ t1 = max(e["ts"] + e["dur"] for e in steps.values())
 width, row, label = 900, 34, 190
 scale = (width - label - 10) / (t1 - t0)
 colors = {"forward": "#4a7fd0", "backward": "#3aa260", "send": "#9a9a9a", "receive": "#c8c8c8",
-          "optimizer": "#e08a2c", "reduce": "#b06ad0"}
-ranks = sorted(steps)
+          "optimizer": "#e08a2c", "reduce": "#b06ad0", "AllReduce": "#b06ad0", "ReduceScatter": "#d05a8a",
+          "AllGather": "#8a6ad0"}
+# Each rank's track, then its collectives' (tid 1000 + rank) when it ran any in the step.
+ranks = []
+for r in sorted(steps):
+    ranks.append(r)
+    if any(e["tid"] == 1000 + r and t0 <= e["ts"] <= t1 for e in events):
+        ranks.append(1000 + r)
 out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(ranks) + 40}" '
        f'font-family="sans-serif" font-size="12">',
        f'<rect width="100%" height="100%" fill="white"/>']

@@ -9,6 +9,12 @@
 
 namespace partita::rt {
 
+/// The communicating ops the collective observer reports.
+static bool isCollective(const Node &n) {
+  return n.is("AllReduce", "partita") || n.is("AllGather", "partita") || n.is("ReduceScatter", "partita");
+}
+
+
 namespace {
 llvm::Error loadError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -486,11 +492,14 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       ctx.deferReductions = deferReductions_;
       ctx.addends = si < stepAddends_.size() ? &stepAddends_[si] : nullptr;
     }
-    auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    bool observed = onCollective_ && isCollective(*step.node);
+    auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return abandon(std::move(err));
+    if (observed && !step.kernel->isAsync())
+      onCollective_(*step.node, start, std::chrono::steady_clock::now());
     if (step.kernel->isAsync()) {
-      inFlight.push_back(InFlight{si, ins, outs});
+      inFlight.push_back(InFlight{si, ins, outs, start});
       for (int id : step.outputs)
         inFlightOf[id] = static_cast<int>(inFlight.size() - 1);
       if (!overlapCollectives_)
@@ -535,6 +544,8 @@ llvm::Error Program::finish(InFlight &f) {
   auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   if (auto err = step.kernel->finish(ctx))
     return err;
+  if (onCollective_ && isCollective(*step.node))
+    onCollective_(*step.node, f.started, std::chrono::steady_clock::now());
   if (profiling_) { // the time the program waited for it
     auto &entry = profile_[(profileByNode_ ? step.node->describe() : step.node->qualifiedOp()) + " (wait)"];
     entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

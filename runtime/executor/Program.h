@@ -13,6 +13,7 @@
 #include "runtime/executor/MemoryPlanner.h"
 #include "runtime/kernels/Kernel.h"
 #include "llvm/ADT/StringMap.h"
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -100,6 +101,12 @@ public:
   /// started earlier make progress).
   void setAfterEachKernel(std::function<void()> cb) { afterKernel_ = std::move(cb); }
 
+  /// Called for every collective (partita.AllReduce, AllGather, ReduceScatter)
+  /// with when it started and when it was done (an async one: its finish).
+  using CollectiveObserver = std::function<void(const Node &, std::chrono::steady_clock::time_point start,
+                                                std::chrono::steady_clock::time_point end)>;
+  void setCollectiveObserver(CollectiveObserver cb) { onCollective_ = std::move(cb); }
+
   /// Asynchronous collectives (async = 1: data parallelism's gradient
   /// buckets) start where the program places them and finish when an output
   /// is first read or the run ends, while the kernels in between run (on by
@@ -185,10 +192,12 @@ private:
   struct InFlight {
     size_t step;
     std::vector<TensorView> inputs, outputs;
+    std::chrono::steady_clock::time_point started; // for the collective observer
   };
   llvm::Error finish(InFlight &f);
   std::function<void(size_t, const TensorView &)> onOutput_;
   std::function<void()> afterKernel_;
+  CollectiveObserver onCollective_;
   std::vector<std::vector<size_t>> outputsOfSlot_; // slot id -> graph output indices
   std::map<std::string, std::pair<double, int>> profile_; // op -> (ms, calls)
 };

@@ -102,8 +102,13 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   if (!grads)
     return grads.takeError();
   grads_ = std::move(*grads);
-  for (Program *p : {p_.forward, p_.backward, p_.step, p_.gradNorm})
+  for (Program *p : {p_.forward, p_.backward, p_.step, p_.gradNorm}) {
     p->setProfiling(o_.profile, o_.profileByNode);
+    if (trace_.on()) // "AllReduce tp", "ReduceScatter dp": the collectives on the rank's second track
+      p->setCollectiveObserver([this](const Node &n, Clock::time_point start, Clock::time_point end) {
+        trace_.collective(n.op() + " " + n.stringAttr("axis", ""), start, end);
+      });
+  }
   fwd.setOverlapCollectives(!o_.noOverlap);
   bwd.setOverlapCollectives(!o_.noOverlap);
   return llvm::Error::success();

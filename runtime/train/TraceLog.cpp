@@ -1,5 +1,6 @@
 //===- TraceLog.cpp -------------------------------------------------------===//
 #include "runtime/train/TraceLog.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -22,13 +23,24 @@ void TraceLog::slice(llvm::StringRef name, int64_t micro, llvm::StringRef cat, C
                      us(end) - us(start)});
 }
 
+void TraceLog::collective(llvm::StringRef name, Clock::time_point start, Clock::time_point end) {
+  slice(name, -1, "collective", start, end);
+  if (on_)
+    slices_.back().collective = true;
+}
+
 llvm::Error TraceLog::writePart(llvm::StringRef file, int rank, llvm::StringRef track) const {
   llvm::json::Array events;
   events.push_back(llvm::json::Object{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", rank},
                                       {"args", llvm::json::Object{{"name", track}}}});
+  if (llvm::any_of(slices_, [](const Slice &s) { return s.collective; }))
+    events.push_back(llvm::json::Object{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0},
+                                        {"tid", kCollectiveTrack + rank},
+                                        {"args", llvm::json::Object{{"name", (track + " collectives").str()}}}});
   for (const Slice &s : slices_)
-    events.push_back(llvm::json::Object{{"name", s.name}, {"cat", s.cat}, {"ph", "X"}, {"pid", 0}, {"tid", rank},
-                                        {"ts", s.startUs}, {"dur", s.durUs}});
+    events.push_back(llvm::json::Object{{"name", s.name}, {"cat", s.cat}, {"ph", "X"}, {"pid", 0},
+                                        {"tid", s.collective ? kCollectiveTrack + rank : rank}, {"ts", s.startUs},
+                                        {"dur", s.durUs}});
   std::error_code ec;
   llvm::raw_fd_ostream os(partPath(file, rank), ec);
   if (ec)
