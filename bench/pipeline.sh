@@ -6,7 +6,9 @@
 # step after the first: each rank's idle fraction (1 - its forward and backward time /
 # the pipeline's span, the first forward's start to the last backward's end over all
 # ranks), against the formula (p-1)/(m+p-1) (interleaved, 2 chunks of one layer per rank:
-# (p-1)/(2m+p-1)), and the most micro-batches a stage held
+# (p-1)/(2m+p-1)), which assumes every forward (backward) takes the same time, and
+# against the idle the same schedule has on the op times measured, with free
+# communication (what the runtime adds: receives, sends, gaps), and the most micro-batches a stage held
 # in flight (forwards begun, backwards not done) with their saved activations' bytes
 # (the forward's outputs the backward reads, from plan.json): GPipe M, 1F1B at most p.
 # Then activation recompute (none, selective, full) on the 1F1B run of the last M: each
@@ -46,17 +48,53 @@ events = [e for e in json.load(open(trace))["traceEvents"] if e["ph"] == "X"]
 plan = json.load(open(plan_path))
 steps = sorted({e["name"] for e in events if e["cat"] == "step"}, key=lambda s: int(s.split()[1]))[1:]
 idle = {r: [] for r in range(p)}
+simulated = {r: [] for r in range(p)}
 inflight = {r: 0 for r in range(p)}
+
+
+def simulate(ops):
+    """Each rank's idle fraction if its forwards and backwards took the times
+    measured, in the order it ran them, and communication were free: an op
+    starts when the rank is free and its input is made (a forward after the
+    previous stage's, a backward after the next stage's, the last stage's
+    after its own forward)."""
+    done, pos, clock = {}, {r: 0 for r in ops}, {r: 0.0 for r in ops}
+    moved = True
+    while moved:
+        moved = False
+        for r, mine in ops.items():
+            while pos[r] < len(mine):
+                kind, c, k, d = mine[pos[r]]
+                g = c * p + r
+                dep = (("forward", g - 1, k) if g > 0 else None) if kind == "forward" else \
+                    (("backward", g + 1, k) if g + 1 < p * v else ("forward", g, k))
+                if dep and dep not in done:
+                    break
+                t = max(clock[r], done[dep] if dep else 0.0) + d
+                done[(kind, g, k)] = clock[r] = t
+                pos[r] += 1
+                moved = True
+    span = max(clock.values())
+    return {r: 1 - sum(o[3] for o in mine) / span for r, mine in ops.items()}
+
+
 for step in steps:
     spans = {e["tid"]: (e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == step}
     inside = [e for e in events if e["cat"] == "compute" and not e["name"].startswith("optimizer")
               and spans[e["tid"]][0] <= e["ts"] <= spans[e["tid"]][1]]
     start = min(e["ts"] for e in inside)
     end = max(e["ts"] + e["dur"] for e in inside)
+    ops = {}
     for r in range(p):
         mine = sorted((e for e in inside if e["tid"] == r), key=lambda e: e["ts"])
         idle[r].append(1 - sum(e["dur"] for e in mine) / (end - start))
+        # "forward 3", "backward (chunk 1) 3": kind, chunk, micro-batch, duration
+        ops[r] = [(e["name"].split()[0], int(e["name"].split("(chunk ")[1].split(")")[0]) if "(chunk" in e["name"]
+                   else 0, int(e["name"].split()[-1]), e["dur"]) for e in mine]
         live = 0
+        if r == p - 1:
+            for q, got in simulate(ops).items():
+                simulated[q].append(got)
         for e in mine:
             live += 1 if e["name"].startswith("forward") else -1
             inflight[r] = max(inflight[r], live if e["name"].startswith("forward") else live + 1)
@@ -72,8 +110,9 @@ for r in plan["ranks"]:  # per micro-batch, over the rank's chunks
         total += sum(math.prod(t["shape"]) * 4 for t in outs if t["name"] in bwd)
     saved[r["coords"]["pp"]] = total / v
 for r in range(p):
-    got = statistics.median(idle[r])
-    print(f"{schedule:11} m={m}: stage {r} idle {got:.3f} (formula {want:.3f}, ratio {got / want:.2f}); "
+    got, sim = statistics.median(idle[r]), statistics.median(simulated[r])
+    print(f"{schedule:11} m={m}: stage {r} idle {got:.3f} (formula {want:.3f}, ratio {got / want:.2f}; "
+          f"the measured op times scheduled with free communication {sim:.3f}, ratio {got / sim:.2f}); "
           f"at most {inflight[r]} micro-batches in flight, {inflight[r] * saved[r] / 1e6:.1f} MB of saved activations")
 PY
   done

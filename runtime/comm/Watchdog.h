@@ -257,6 +257,12 @@ public:
       if (waited < kSpinNs || othersBusy(w, now))
         continue;
       int64_t sleepNs = std::clamp(waited / 8, kMinSleepNs, kMaxSleepNs);
+      // A receive from a peer that is computing (it polled lately, between
+      // its kernels): its send comes when its kernels are done, and every
+      // microsecond slept past it is a pipeline's bubble. Short sleeps, still
+      // yielding the core; a silent peer (stopped, hung) gets the backoff.
+      if (!tracked(w) && othersAlive(w, now))
+        sleepNs = std::min(sleepNs, kComputingPeerSleepNs);
       timespec ts{0, static_cast<long>(sleepNs)};
       nanosleep(&ts, nullptr);
     }
@@ -281,6 +287,7 @@ private:
   // to 1 ms: a late member is noticed at most ~1/8 of its lateness (and 1 ms)
   // after it arrives, and a long wait costs 1000 wakeups a second.
   static constexpr int64_t kSpinNs = 50'000, kMinSleepNs = 10'000, kMaxSleepNs = 1'000'000;
+  static constexpr int64_t kComputingPeerSleepNs = 20'000;
   /// A member the blocking call can count on: past this collective, inside
   /// its MPI call, or polling for the others. One that arrived and then went
   /// silent (stopped while it waited) is not: the call would spin on it.
@@ -425,6 +432,16 @@ private:
 
   /// True while every member has arrived and polled lately: the data is
   /// moving, keep polling. False when one is missing or silent: sleep.
+  /// Every other member polled within kActiveNs (on this node).
+  bool othersAlive(const WaitFor &w, int64_t now) const {
+    for (int m : w.members) {
+      const Slot *s = m == worldRank_ ? nullptr : slotOf(m);
+      if (m != worldRank_ && (!s || now - s->heartbeat.load(std::memory_order_relaxed) > kActiveNs))
+        return false;
+    }
+    return true;
+  }
+
   bool othersBusy(const WaitFor &w, int64_t now) const {
     for (int m : w.members) {
       if (m == worldRank_)
