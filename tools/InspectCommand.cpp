@@ -18,6 +18,7 @@
 #include "runtime/train/MemoryReport.h"
 #include "llvm/Support/CommandLine.h"
 #include <map>
+#include <set>
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -46,6 +47,45 @@ static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead 
 /// activations: each keeps the forward's outputs but the loss in buffers of its
 /// own (StageRun.h; 64-byte aligned), in place of the program's, as many as
 /// the schedule has in flight (PipelineSchedule.h) per model chunk.
+/// What rank `r` sends its pipeline peers in a step of --micro-batches: each
+/// edge's value once per micro-batch (its shard: each tp rank sends its own),
+/// and a shared weight's gradient once.
+struct PipelineSends {
+  double edges = 0, shared = 0;
+  std::set<int64_t> to; // the stages
+};
+static PipelineSends pipelineSends(const Plan &plan, const RankPlan &r) {
+  PipelineSends out;
+  if (plan.stages() < 2)
+    return out;
+  const int64_t s = r.coords.at("pp"), m = std::max(1, microBatches.getValue());
+  auto bytesOf = [](const TensorType &t) { return static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype)); };
+  for (const Plan::Edge &e : plan.pipelineEdges) {
+    if (e.from % plan.stages() != s)
+      continue;
+    for (const char *base : {"forward", "backward"}) {
+      auto io = plan.programIO.find(r.program(chunkProgram(base, e.from, plan)));
+      if (io == plan.programIO.end())
+        continue;
+      for (const TensorSpec &o : io->second.outputs)
+        if (o.name == e.value) {
+          out.edges += bytesOf(o.type) * static_cast<double>(m);
+          out.to.insert(e.to);
+        }
+    }
+  }
+  for (const Plan::Edge &e : plan.pipelineWeights)
+    for (int64_t stage : {e.from, e.to})
+      if (stage % plan.stages() == s) {
+        std::string mine = stage == e.from ? e.value : sharedWeightCopy(e.value, e.to);
+        for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
+          if (plan.params[i] == mine)
+            out.shared += bytesOf(plan.paramTypes[i]);
+        out.to.insert(stage == e.from ? e.to : e.from);
+      }
+  return out;
+}
+
 static double inFlightBytes(const Plan &plan, const RankPlan &r) {
   if (plan.stages() < 2)
     return 0;
@@ -305,6 +345,13 @@ int inspectMain() {
       os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB\n",
                          z.params / 1e6, z.grads / 1e6, z.moments / 1e6);
     }
+    if (PipelineSends sends = pipelineSends(*plan, r); !sends.to.empty())
+      os << llvm::format("       pipeline: sends %.3f MB/step to stage(s) %s (%d micro-batch(es) x its edges",
+                         (sends.edges + sends.shared) / 1e6,
+                         llvm::join(llvm::map_range(sends.to, [](int64_t t) { return std::to_string(t); }), ",").c_str(),
+                         std::max(1, microBatches.getValue()))
+         << (sends.shared > 0 ? llvm::formatv(", and {0:f3} MB of shared-weight gradients once)\n", sends.shared / 1e6).str()
+                              : std::string(")\n"));
     if (r.rank == std::max(0, onlyRank.getValue()) && !z.lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
       for (const auto &l : z.lines)
