@@ -90,6 +90,8 @@ public:
       Sharding out = n->numOutputs() ? shardingOf.lookup(n->output()) : Sharding();
       if (n->is("Weight") && !out.dims.empty() && !out.isReplicated())
         shardWeight(g, n, out);
+      else if (n->is("Recv", "partita")) // a pipeline receive of the rank's shard
+        n->setAttr("shape", Attribute::ofInts({n->output()->type().shape.begin(), n->output()->type().shape.end()}));
       else if (n->is("ShardSlice", "partita")) {
         if (auto err = localSlice(g, n, sliceNodes[n]))
           return err;

@@ -169,10 +169,11 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
                   llvm::Twine(stages) + "; a pipeline's outputs come from its last stage");
   }
 
-  std::set<std::pair<std::string, int64_t>> received; // (value, stage)
+  std::vector<Node *> sendsOf; // per edge: the node making its value (its program, its stage's)
   for (int64_t s = 0; s < stages; ++s) {
     auto here = [&](const Node *n) { return on(n, s); };
     GraphCopier c(g);
+    Graph &sg = c.graph();
     for (const Value *in : g.inputs())
       if (llvm::any_of(in->users(), here))
         c.addInput(in);
@@ -187,14 +188,24 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
           c.copyNode(*def, kStageAttr);
           continue;
         }
-        int64_t from = stage.lookup(def);
-        c.addInput(in);
-        if (received.insert({in->name(), s}).second)
-          out.edges.push_back({in->name(), from, s});
+        // A value of another stage: received, in the program of its first reader here.
+        int64_t tag = static_cast<int64_t>(out.edges.size());
+        out.edges.push_back({in->name(), stage.lookup(def), s});
+        sendsOf.push_back(const_cast<Node *>(def));
+        Node *recv = sg.createNode("Recv", {}, {in->name()}, "partita");
+        recv->setAttr("axis", Attribute::ofString("pp"));
+        recv->setAttr("peer", Attribute::ofInt(stage.lookup(def)));
+        recv->setAttr("tag", Attribute::ofInt(tag));
+        recv->setAttr("dtype", Attribute::ofInt(dtypeToOnnx(in->type().dtype)));
+        recv->setAttr("shape", Attribute::ofInts({in->type().shape.begin(), in->type().shape.end()}));
+        if (const Attribute *program = n->attr(kProgramAttr))
+          recv->setAttr(kProgramAttr, *program);
+        recv->output()->type() = in->type();
+        recv->output()->sharding() = in->sharding();
+        c.map(in, recv->output());
       }
       c.copyNode(*n, kStageAttr);
     }
-    Graph &sg = c.graph();
     for (const Value *o : g.outputs()) {
       const Node *def = o->definingNode();
       if (!def || isLeaf(def) || !here(def) || (stage.lookup(def) == kReplicated && s != stages - 1))
@@ -210,18 +221,35 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
     }
     out.stages.push_back(c.take());
   }
-  // What each stage sends: outputs of the stage that makes them.
-  for (const PipelineEdge &e : out.edges) {
+  // What each stage sends, right after it is made: a Send whose token is an
+  // output of the stage's graph (so it stays).
+  for (size_t i = 0; i < out.edges.size(); ++i) {
+    const PipelineEdge &e = out.edges[i];
     Graph &from = *out.stages[e.from];
     Value *v = from.findValue(e.value);
     if (!v)
       return fail("value %" + e.value + " is not in stage " + llvm::Twine(e.from) + "'s graph");
-    if (!from.isGraphOutput(v))
-      from.outputs().push_back(v);
+    Node *send = from.createNode("Send", {v}, {"sent." + std::to_string(i)}, "partita");
+    send->setAttr("axis", Attribute::ofString("pp"));
+    send->setAttr("peer", Attribute::ofInt(e.to));
+    send->setAttr("tag", Attribute::ofInt(static_cast<int64_t>(i)));
+    if (const Attribute *program = sendsOf[i]->attr(kProgramAttr))
+      send->setAttr(kProgramAttr, *program);
+    send->output()->type() = TensorType{DType::F32, {0}, true};
+    from.outputs().push_back(send->output());
   }
-  for (auto &sg : out.stages)
+  for (auto &sg : out.stages) {
     if (auto err = sg->sortTopologically())
       return fail(llvm::toString(std::move(err)));
+    // Receives first: each is posted when its program starts and waited for
+    // right before its first reader, so the data arrives while the program
+    // computes what does not need it.
+    std::vector<Node *> order, rest;
+    for (Node *n : sg->nodes())
+      (n->is("Recv", "partita") ? order : rest).push_back(n);
+    order.insert(order.end(), rest.begin(), rest.end());
+    sg->setOrder(order);
+  }
   return out;
 }
 

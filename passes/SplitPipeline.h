@@ -9,9 +9,13 @@
 // stage of its weights' readers.
 //
 // Each stage becomes a graph of its own: a value made on stage a and read on
-// stage b is an output of a's graph and an input of b's, of the same name (an
-// edge: activations forward, their gradients backward), which the runtime
-// sends and receives between its programs; split-programs then cuts each
+// stage b (an edge: activations forward, their gradients backward) is sent by
+// a partita.Send right after a makes it (its token an output of a's graph, so
+// it stays) and received by a partita.Recv on b (the value's name, type and
+// sharding; with tp each rank sends and receives its own shard), in the
+// program of its first reader there. Edge i's message tag is i. Receives come
+// first in each stage's order: the runtime posts them when the program starts
+// and waits right before the first reader. split-programs then cuts each
 // stage's graph into its forward, backward, grad_norm and step programs. The
 // global graph's grad_norm.stage<s> is stage s's grad_norm output.
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Draws a `partita launch --trace` file as an SVG timeline: one row per rank,
-forwards blue, backwards green, pipeline sends and receives grey, the
+forwards blue, backwards green, on each rank's collectives row pipeline sends and receives grey, the
 optimizer step orange; the gaps are the bubble. Standard library only.
 
     /usr/bin/python3 scripts/trace_svg.py trace.json out.svg [--step N]
@@ -24,7 +24,7 @@ width, row, label = 900, 34, 190
 scale = (width - label - 10) / (t1 - t0)
 colors = {"forward": "#4a7fd0", "backward": "#3aa260", "send": "#9a9a9a", "receive": "#c8c8c8",
           "optimizer": "#e08a2c", "reduce": "#b06ad0", "AllReduce": "#b06ad0", "ReduceScatter": "#d05a8a",
-          "AllGather": "#8a6ad0"}
+          "AllGather": "#8a6ad0", "Send": "#9a9a9a", "Recv": "#c8c8c8"}
 # Each rank's track, then its collectives' (tid 1000 + rank) when it ran any in the step.
 ranks = []
 for r in sorted(steps):
@@ -48,7 +48,7 @@ for i, r in enumerate(ranks):
         if kind in ("forward", "backward") and w > 14:
             out.append(f'<text x="{x + 2:.1f}" y="{y + 17}" fill="white">{e["name"].split()[-1]}</text>')
 y = 10 + len(ranks) * row + 14
-legend = ["forward", "backward", "send", "receive", "optimizer"]
+legend = ["forward", "backward", "Send", "Recv", "optimizer"]
 for i, k in enumerate(legend):
     out.append(f'<rect x="{label + i * 110}" y="{y - 10}" width="12" height="12" fill="{colors[k]}"/>'
                f'<text x="{label + i * 110 + 16}" y="{y}">{k}</text>')

@@ -47,43 +47,22 @@ static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead 
 /// activations: each keeps the forward's outputs but the loss in buffers of its
 /// own (StageRun.h; 64-byte aligned), in place of the program's, as many as
 /// the schedule has in flight (PipelineSchedule.h) per model chunk.
-/// What rank `r` sends its pipeline peers in a step of --micro-batches: each
-/// edge's value once per micro-batch (its shard: each tp rank sends its own),
-/// and a shared weight's gradient once.
-struct PipelineSends {
-  double edges = 0, shared = 0;
-  std::set<int64_t> to; // the stages
-};
-static PipelineSends pipelineSends(const Plan &plan, const RankPlan &r) {
-  PipelineSends out;
+/// What rank `r` sends its pipeline peers in a step besides its programs'
+/// partita.Send (counted per program run): a shared weight's gradient, once.
+static double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<int64_t> &to) {
+  double bytes = 0;
   if (plan.stages() < 2)
-    return out;
-  const int64_t s = r.coords.at("pp"), m = std::max(1, microBatches.getValue());
-  auto bytesOf = [](const TensorType &t) { return static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype)); };
-  for (const Plan::Edge &e : plan.pipelineEdges) {
-    if (e.from % plan.stages() != s)
-      continue;
-    for (const char *base : {"forward", "backward"}) {
-      auto io = plan.programIO.find(r.program(chunkProgram(base, e.from, plan)));
-      if (io == plan.programIO.end())
-        continue;
-      for (const TensorSpec &o : io->second.outputs)
-        if (o.name == e.value) {
-          out.edges += bytesOf(o.type) * static_cast<double>(m);
-          out.to.insert(e.to);
-        }
-    }
-  }
+    return bytes;
   for (const Plan::Edge &e : plan.pipelineWeights)
     for (int64_t stage : {e.from, e.to})
-      if (stage % plan.stages() == s) {
+      if (stage % plan.stages() == r.coords.at("pp")) {
         std::string mine = stage == e.from ? e.value : sharedWeightCopy(e.value, e.to);
         for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
           if (plan.params[i] == mine)
-            out.shared += bytesOf(plan.paramTypes[i]);
-        out.to.insert(stage == e.from ? e.to : e.from);
+            bytes += static_cast<double>(plan.paramTypes[i].numel()) * static_cast<double>(dtypeSize(plan.paramTypes[i].dtype));
+        to.insert(stage == e.from ? e.to : e.from);
       }
-  return out;
+  return bytes;
 }
 
 static double inFlightBytes(const Plan &plan, const RankPlan &r) {
@@ -234,6 +213,8 @@ int inspectMain() {
     int collectives = 0;
     double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
     double summedInside = 0; // gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
+    double sends = 0;        // partita.Send bytes per run (pipeline edges)
+    std::set<int64_t> sendTo; // their stages
     std::vector<std::string> lines;
   };
   std::map<std::string, Sizes> sized;
@@ -259,6 +240,11 @@ int inspectMain() {
                                               : n->input(0)->type().str();
         z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3} (over {4})", n->op(), what,
                                         commBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
+      }
+    for (const Node *n : (*g)->nodes())
+      if (n->is("Send", "partita")) {
+        z.sends += static_cast<double>(n->input(0)->type().numel() * static_cast<int64_t>(dtypeSize(n->input(0)->type().dtype)));
+        z.sendTo.insert(n->intAttr("peer", 0));
       }
     z.weights = static_cast<double>((*program)->stats().weightBytes);
     z.arena = static_cast<double>((*program)->stats().arenaBytes);
@@ -324,6 +310,8 @@ int inspectMain() {
       }
       z.comm += (*one)->comm;
       z.collectives += (*one)->collectives;
+      z.sends += (*one)->sends * std::max(1, microBatches.getValue()); // forward and backward: once per micro-batch
+      z.sendTo.insert((*one)->sendTo.begin(), (*one)->sendTo.end());
       for (const std::string &l : (*one)->lines)
         z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
     }
@@ -345,13 +333,14 @@ int inspectMain() {
       os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB\n",
                          z.params / 1e6, z.grads / 1e6, z.moments / 1e6);
     }
-    if (PipelineSends sends = pipelineSends(*plan, r); !sends.to.empty())
-      os << llvm::format("       pipeline: sends %.3f MB/step to stage(s) %s (%d micro-batch(es) x its edges",
-                         (sends.edges + sends.shared) / 1e6,
-                         llvm::join(llvm::map_range(sends.to, [](int64_t t) { return std::to_string(t); }), ",").c_str(),
+    double shared = sharedGradientBytes(*plan, r, z.sendTo);
+    if (!z.sendTo.empty())
+      os << llvm::format("       pipeline: sends %.3f MB/step to stage(s) %s (%d micro-batch(es) x its partita.Send",
+                         (z.sends + shared) / 1e6,
+                         llvm::join(llvm::map_range(z.sendTo, [](int64_t t) { return std::to_string(t); }), ",").c_str(),
                          std::max(1, microBatches.getValue()))
-         << (sends.shared > 0 ? llvm::formatv(", and {0:f3} MB of shared-weight gradients once)\n", sends.shared / 1e6).str()
-                              : std::string(")\n"));
+         << (shared > 0 ? llvm::formatv(", and {0:f3} MB of shared-weight gradients once)\n", shared / 1e6).str()
+                        : std::string(")\n"));
     if (r.rank == std::max(0, onlyRank.getValue()) && !z.lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
       for (const auto &l : z.lines)

@@ -10,7 +10,7 @@
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/io/Npy.h"
-#include "runtime/pipeline/StageLinks.h"
+#include "runtime/comm/PendingSends.h"
 #include "runtime/train/HostTensor.h"
 #include "runtime/train/TraceLog.h"
 #include "runtime/schedule/PipelineSchedule.h"
@@ -558,16 +558,15 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
                                 const std::string &writeDir) {
   const Plan &plan = session.plan();
   int64_t stage = session.coordinate("pp");
-  auto links = rt::StageLinks::create(plan, stage, session.group("pp"), forward, nullptr);
-  if (!links)
-    return links.takeError();
-  std::vector<TensorSpec> specs; // the model's inputs this stage reads
+  std::vector<TensorSpec> specs; // the model's inputs this stage reads (what it receives is partita.Recv's)
   for (const auto &in : forward.inputs())
-    if (!links->receives(in.name))
-      specs.push_back({in.name, in.type});
+    specs.push_back({in.name, in.type});
   for (auto &batch : micro.batches)
     if (auto filled = fillRoleInputs(specs, batch); !filled)
       return filled.takeError();
+  // MPI moves a large message only inside MPI calls: sends and receives progress between kernels.
+  rt::Communicator *pp = session.group("pp");
+  forward.setAfterEachKernel([pp] { pp->progress(); });
   bool writer = stage + 1 == plan.stages();
   for (const MeshAxis &a : plan.mesh.axes)
     writer &= a.name == "pp" || session.coordinate(a.name) == 0;
@@ -576,24 +575,16 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
   const int repeat = std::max(1, opts.repeat);
   for (int i = 0; i < repeat; ++i)
     for (size_t j = 0; j < micro.batches.size(); ++j) {
-      llvm::StringMap<Tensor> received;
-      if (auto err = links->receive(rt::StageLinks::Phase::Forward, received))
-        return err;
       llvm::StringMap<rt::TensorView> feeds;
       for (const auto &in : forward.inputs()) {
-        auto r = received.find(in.name);
-        const Tensor *t = r != received.end() ? &r->second : nullptr;
-        if (!t && micro.batches[j].count(in.name))
-          t = &micro.batches[j].find(in.name)->second;
-        if (!t)
+        auto t = micro.batches[j].find(in.name);
+        if (t == micro.batches[j].end())
           return fail("stage " + llvm::Twine(stage) + ": no value for input '" + in.name + "'");
-        feeds[in.name] = rt::viewOf(*t);
+        feeds[in.name] = rt::viewOf(t->second);
       }
       auto ran = forward.run(feeds);
       if (!ran)
         return ran.takeError();
-      if (auto err = links->send(rt::StageLinks::Phase::Forward, *ran))
-        return err;
       if (!writer || i + 1 < repeat)
         continue;
       for (size_t o = 0; o < plan.outputs.size(); ++o)
@@ -601,7 +592,7 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
           if (forward.outputNames()[k] == plan.outputs[o].name)
             outs[o].push_back(rt::hostCopy((*ran)[k]));
     }
-  if (auto err = links->drain())
+  if (auto err = rt::PendingSends::process().drain())
     return err;
   if (!writer)
     return llvm::Error::success();

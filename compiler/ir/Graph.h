@@ -221,6 +221,8 @@ public:
   /// A copy of `n` reading the copies of its inputs; attributes `skipAttr`
   /// names are left out.
   Node *copyNode(const Node &n, llvm::StringRef skipAttr = "");
+  /// `to` (of the new graph) stands for `v` from now on.
+  void map(const Value *v, Value *to) { map_[v] = to; }
   /// The copy of `v`, or nullptr.
   Value *lookup(const Value *v) const { return map_.lookup(v); }
   bool copied(const Value *v) const { return map_.count(v) != 0; }

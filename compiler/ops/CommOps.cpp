@@ -9,6 +9,13 @@
 //   partita.ReduceScatter(x...) {axis, dim, async}  Partial -> Split(dim); several 1-D operands
 //                                               split on dim 0: one bucket (coalesce-collectives)
 //   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication
+//   partita.Send(x)          {axis, peer, tag}  sends x to pipeline stage `peer` of the group
+//                                               along `axis` (its rank: peer mod the group's
+//                                               size), message tag `tag`; returns a token
+//                                               (f32[0]) the graph keeps as an output
+//   partita.Recv()           {axis, peer, tag, dtype, shape}  receives that message: a value
+//                                               of ONNX element type `dtype` and `shape`
+//                                               (localize sets the rank's shape)
 //
 // In the global IR shapes are global, so every one of them keeps its operand's
 // type. After localize the ops carry `parts` (the axis size) and their types
@@ -65,6 +72,20 @@ void registerCommOps(OpRegistry &r) {
   r.add("partita.AllGather", commOp(+1));
   r.add("partita.ReduceScatter", commOp(-1, /*variadic=*/true));
   r.add("partita.ShardSlice", commOp(-1));
+  r.add("partita.Send", OpInfo{[](const InferContext &, std::vector<TensorType> &o) -> llvm::Error {
+                                 o.push_back(TensorType{DType::F32, {0}, true});
+                                 return llvm::Error::success();
+                               },
+                               {}, 1, 1});
+  r.add("partita.Recv", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
+                                 auto dtype = dtypeFromOnnx(static_cast<int>(c.node.intAttr("dtype", 0)));
+                                 if (!dtype || !c.node.hasAttr("shape"))
+                                   return c.error("needs attributes dtype (an ONNX element type) and shape");
+                                 std::vector<int64_t> shape = c.node.intsAttr("shape");
+                                 o.push_back(TensorType{*dtype, Shape(shape.begin(), shape.end()), true});
+                                 return llvm::Error::success();
+                               },
+                               {}, 0, 0});
 }
 
 } // namespace partita

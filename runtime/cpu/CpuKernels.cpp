@@ -11,6 +11,7 @@ static void registerCpuKernels(KernelRegistry &r) {
   cpu::registerNormKernels(r);
   cpu::registerMovementKernels(r);
   cpu::registerCollectiveKernels(r);
+  cpu::registerP2PKernels(r);
   cpu::registerReduceKernels(r);
   cpu::registerOptimizerKernels(r);
   cpu::registerFlatShardsKernels(r);

@@ -11,6 +11,7 @@ void registerElementwiseKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerMovementKernels(KernelRegistry &r);
 void registerCollectiveKernels(KernelRegistry &r);
+void registerP2PKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerOptimizerKernels(KernelRegistry &r);
 void registerFlatShardsKernels(KernelRegistry &r);

@@ -9,9 +9,11 @@
 
 namespace partita::rt {
 
-/// The communicating ops the collective observer reports.
+/// The communicating ops the collective observer reports (a pipeline's
+/// receive from its post to its wait's end).
 static bool isCollective(const Node &n) {
-  return n.is("AllReduce", "partita") || n.is("AllGather", "partita") || n.is("ReduceScatter", "partita");
+  return n.is("AllReduce", "partita") || n.is("AllGather", "partita") || n.is("ReduceScatter", "partita") ||
+         n.is("Send", "partita") || n.is("Recv", "partita");
 }
 
 

@@ -101,8 +101,9 @@ public:
   /// started earlier make progress).
   void setAfterEachKernel(std::function<void()> cb) { afterKernel_ = std::move(cb); }
 
-  /// Called for every collective (partita.AllReduce, AllGather, ReduceScatter)
-  /// with when it started and when it was done (an async one: its finish).
+  /// Called for every collective (partita.AllReduce, AllGather, ReduceScatter,
+  /// and a pipeline's Send and Recv) with when it started and when it was
+  /// done (an async one: its finish).
   using CollectiveObserver = std::function<void(const Node &, std::chrono::steady_clock::time_point start,
                                                 std::chrono::steady_clock::time_point end)>;
   void setCollectiveObserver(CollectiveObserver cb) { onCollective_ = std::move(cb); }

@@ -29,7 +29,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   feeds_ = &feeds;
   Program &fwd = *p_.forward, &bwd = *p_.backward;
   if (plan_.stages() > 1) {
-    auto links = StageLinks::create(plan_, stage_, session_.group("pp"), fwd, &bwd);
+    auto links = StageLinks::create(plan_, stage_, session_.group("pp"));
     if (!links)
       return links.takeError();
     links_.emplace(std::move(*links));
@@ -50,7 +50,8 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
         first->buffers.erase(first->buffers.begin() + static_cast<long>(k));
       }
     freeSets_.push_back(std::move(first));
-    // MPI moves a large message only inside MPI calls: the sends progress between kernels.
+    // MPI moves a large message only inside MPI calls: the sends and
+    // receives (partita.Send, partita.Recv) progress between kernels.
     Communicator *pp = session_.group("pp");
     fwd.setAfterEachKernel([pp] { pp->progress(); });
     bwd.setAfterEachKernel([pp] { pp->progress(); });
@@ -139,33 +140,11 @@ llvm::Error StageRun::bindBackwardInputs(const ForwardFeeds &feeds) {
     if (auto it = std::find(outs.begin(), outs.end(), in.name); it != outs.end())
       b.savedIndex = static_cast<int>(it - outs.begin());
     else if (!(b.weight = fwd.staticTensor(in.name)) && in.name != feeds.idsName && in.name != feeds.labelsName &&
-             !feeds.constants.count(in.name) && !(links_ && links_->receives(in.name)))
+             !feeds.constants.count(in.name))
       return fail("the backward program's input '" + in.name +
-                  "' is no forward output, forward weight, input of the micro-batch or value another stage sends");
+                  "' is no forward output, forward weight or input of the micro-batch");
     bwdInputs_.push_back(std::move(b));
   }
-  return llvm::Error::success();
-}
-
-llvm::Error StageRun::receive(StageLinks::Phase phase, int64_t micro, InFlight &m) {
-  Clock::time_point start = Clock::now();
-  if (auto err = links_->receive(phase, m.received))
-    return err;
-  for (const auto &r : m.received)
-    m.feeds[r.getKey()] = viewOf(r.getValue());
-  profile_.phase("receive");
-  if (links_->receivesIn(phase))
-    trace_.slice("receive" + chunkSuffix(), micro, "pipeline", start, Clock::now());
-  return llvm::Error::success();
-}
-
-llvm::Error StageRun::send(StageLinks::Phase phase, int64_t micro, const std::vector<TensorView> &outputs) {
-  Clock::time_point start = Clock::now();
-  if (auto err = links_->send(phase, outputs))
-    return err;
-  profile_.phase("send");
-  if (links_->sendsIn(phase))
-    trace_.slice("send" + chunkSuffix(), micro, "pipeline", start, Clock::now());
   return llvm::Error::success();
 }
 
@@ -187,8 +166,6 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
   for (const auto &c : feeds_->constants)
     feeds[c.getKey()] = viewOf(c.getValue());
   if (links_) {
-    if (auto err = receive(StageLinks::Phase::Forward, micro, m))
-      return err;
     m.set = takeSet(); // this micro-batch's own output buffers
     for (size_t k = 0; k < bound_.size(); ++k)
       if (auto err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], m.set->buffers[k].get()))
@@ -201,7 +178,7 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
     auto it = feeds.find(in.name);
     if (it == feeds.end())
       return fail("stage " + llvm::Twine(stage_) + "'s forward reads '" + in.name +
-                  "', which is no input of the micro-batch and no value another stage sends");
+                  "', which is no input of the micro-batch");
     reads[in.name] = it->second;
   }
   auto outs = fwd.run(reads);
@@ -215,8 +192,6 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
     m.outputs = std::move(*outs);
     return llvm::Error::success();
   }
-  if (auto err = send(StageLinks::Phase::Forward, micro, *outs))
-    return err;
   m.outputs = *outs;
   m.copies.reserve(outs->size());
   for (size_t i = 0, k = 0; i < outs->size(); ++i) { // the rest the next forward overwrites
@@ -235,9 +210,6 @@ llvm::Error StageRun::backward(int step, int64_t micro) {
   if (it == inFlight_.end())
     return fail("backward of micro-batch " + llvm::Twine(micro) + " before its forward");
   InFlight &m = it->second;
-  if (links_)
-    if (auto err = receive(StageLinks::Phase::Backward, micro, m))
-      return err;
   Clock::time_point t1 = Clock::now();
   llvm::StringMap<TensorView> feeds;
   for (const BackwardInput &b : bwdInputs_)
@@ -254,8 +226,6 @@ llvm::Error StageRun::backward(int step, int64_t micro) {
   trace_.slice("backward" + chunkSuffix(), micro, "compute", t1, Clock::now());
   if (!links_)
     return llvm::Error::success();
-  if (auto err = send(StageLinks::Phase::Backward, micro, *outs))
-    return err;
   freeSets_.push_back(std::move(m.set));
   inFlight_.erase(it);
   return llvm::Error::success();

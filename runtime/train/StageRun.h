@@ -3,13 +3,14 @@
 // What a rank runs of one pipeline stage (without a pipeline: the whole
 // model; with interleaving, one of its model chunks): the stage's forward,
 // backward, grad_norm and step programs, the values it receives from and
-// sends to other stages (StageLinks.h), its parameters, their summed
+// sends to other stages (partita.Recv and partita.Send in its programs; a
+// shared weight's gradient: StageLinks.h), its parameters, their summed
 // gradients (GradientAccumulator.h) and AdamW moments, and the micro-batches
 // in flight. Under a pipeline each micro-batch in flight keeps its inputs,
-// what it received and its saved activations until its backward, the
-// activations in output buffers of its own (bound before its forward, taken
-// from a pool), so they are not copied (what is sent is: StageLinks). The training loop (Trainer.cpp) runs
-// the schedule's actions on the rank's StageRuns.
+// its saved activations (what it received among them) until its backward,
+// in output buffers of its own (bound before its forward, taken from a pool),
+// so they are not copied (what is sent is: PendingSends.h). The training loop
+// (Trainer.cpp) runs the schedule's actions on the rank's StageRuns.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/plan/Plan.h"
@@ -55,8 +56,6 @@ public:
   /// Micro-batch `micro` of step `step` (1-based); `sampler` draws its batch.
   llvm::Error forward(int step, int64_t micro, BatchSampler &sampler);
   llvm::Error backward(int step, int64_t micro);
-  /// The step's sends are done (their buffers free).
-  llvm::Error drain() { return links_ ? links_->drain() : llvm::Error::success(); }
   /// The loss summed over the step's micro-batches (the last stage's; 0 elsewhere).
   double lossSum() const { return grads_->lossSum(); }
   /// The squared norm of this stage's summed gradients (its grad_norm program's, squared).
@@ -126,17 +125,12 @@ private:
   /// flight (no pipeline), its outputs are the forward program's buffers.
   struct InFlight {
     Tensor ids, labels;
-    llvm::StringMap<Tensor> received;
     llvm::StringMap<TensorView> feeds;
     std::unique_ptr<OutputSet> set;
     std::vector<Tensor> copies; // outputs the program cannot write into a set (the loss)
     std::vector<TensorView> outputs;
   };
   std::map<int64_t, InFlight> inFlight_;
-  /// Under a pipeline: what the phase's program receives, into micro-batch
-  /// `m`'s feeds, and what it sends (each profiled and traced).
-  llvm::Error receive(StageLinks::Phase phase, int64_t micro, InFlight &m);
-  llvm::Error send(StageLinks::Phase phase, int64_t micro, const std::vector<TensorView> &outputs);
 };
 
 } // namespace partita::rt

@@ -16,6 +16,7 @@
 // norm over all stages (each stage's squared norm, all-reduced over pp).
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Trainer.h"
+#include "runtime/comm/PendingSends.h"
 #include "runtime/schedule/AccumulationSchedule.h"
 #include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/InputRoles.h"
@@ -188,9 +189,8 @@ llvm::Error TrainingRun::reduceGradients() {
     loss += c.lossSum();
   loss_ = static_cast<float>(loss / static_cast<double>(microBatches_));
   if (stages_ > 1) { // the sends of this step are done; the last stage's loss for every rank's log
-    for (StageRun &c : chunks_)
-      if (auto err = c.drain())
-        return err;
+    if (auto err = PendingSends::process().drain())
+      return err;
     // A weight two stages hold: both step with the sum of their gradients.
     for (StageRun &c : chunks_)
       if (auto err = c.sendSharedGradients())
@@ -292,9 +292,8 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
         paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
   }
-  for (StageRun &c : chunks_)
-    if (auto err = c.drain())
-      return err;
+  if (auto err = PendingSends::process().drain())
+    return err;
   if (trace_.on()) {
     std::string coords;
     for (const MeshAxis &a : plan_.mesh.axes)

@@ -1,0 +1,44 @@
+//===- PendingSends.h - sends that do not wait for their receiver ---------===//
+//
+// A pipeline stage sends its activations and gradients and goes on computing
+// while the next stage receives them (partita.Send, runtime/cpu/P2PKernels.cpp;
+// a shared weight's gradient, StageLinks). Each send goes out from a copy of
+// its bytes, so its source may be overwritten at once, and no schedule can
+// deadlock on two stages sending to each other. The copies live here, one
+// process-wide list in the order the sends started, until MPI is done with
+// them: reap() frees those done, drain() waits for all (at the end of a step,
+// before the communicators go).
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "runtime/comm/Communicator.h"
+#include <deque>
+#include <vector>
+
+namespace partita::rt {
+
+class PendingSends {
+public:
+  /// The process's list. Never destroyed: a send still going when an error
+  /// stops the rank keeps its bytes (MPI may still read them) until it aborts.
+  static PendingSends &process();
+
+  /// Starts sending a copy of `bytes` bytes at `data` (`count` elements of
+  /// `dtype`) to rank `peer` of `comm` with message tag `tag`.
+  llvm::Error start(Communicator &comm, const void *data, size_t bytes, size_t count, DType dtype, int peer,
+                    int tag);
+  /// Frees the copies of the sends that are done.
+  llvm::Error reap();
+  /// Waits for every send started (their receivers took them).
+  llvm::Error drain();
+  size_t size() const { return pending_.size(); }
+
+private:
+  struct Pending {
+    Communicator *comm;
+    int handle;
+    std::vector<uint8_t> bytes;
+  };
+  std::deque<Pending> pending_;
+};
+
+} // namespace partita::rt
