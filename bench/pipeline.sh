@@ -3,7 +3,8 @@
 # layers (d=256, vocabulary 64, so the embedding and the head weigh little) is cut into
 # STAGES stages (--pp-layers 2,2,...), each one rank of 1 thread, and trains 4 steps of M
 # micro-batches with GPipe, 1F1B and interleaved 1F1B, each with `launch --trace`. From the traces, per
-# step after the first: each rank's idle fraction (1 - its forward and backward time /
+# step after the first: each rank's idle fraction (1 - its forward and backward time, less
+# their waits for a partita.Recv, /
 # the pipeline's span, the first forward's start to the last backward's end over all
 # ranks), against the formula (p-1)/(m+p-1) (interleaved, 2 chunks of one layer per rank:
 # (p-1)/(2m+p-1)), which assumes every forward (backward) takes the same time, and
@@ -87,10 +88,15 @@ for step in steps:
     ops = {}
     for r in range(p):
         mine = sorted((e for e in inside if e["tid"] == r), key=lambda e: e["ts"])
-        idle[r].append(1 - sum(e["dur"] for e in mine) / (end - start))
-        # "forward 3", "backward (chunk 1) 3": kind, chunk, micro-batch, duration
+        # A program waiting for its partita.Recv ("wait" slices inside a forward
+        # or backward) is idle: each op's busy time is its duration less those.
+        waits = [w for w in events if w["cat"] == "wait" and w["tid"] == r]
+        def busy(e):
+            return e["dur"] - sum(w["dur"] for w in waits if e["ts"] <= w["ts"] <= e["ts"] + e["dur"])
+        idle[r].append(1 - sum(busy(e) for e in mine) / (end - start))
+        # "forward 3", "backward (chunk 1) 3": kind, chunk, micro-batch, busy time
         ops[r] = [(e["name"].split()[0], int(e["name"].split("(chunk ")[1].split(")")[0]) if "(chunk" in e["name"]
-                   else 0, int(e["name"].split()[-1]), e["dur"]) for e in mine]
+                   else 0, int(e["name"].split()[-1]), busy(e)) for e in mine]
         live = 0
         if r == p - 1:
             for q, got in simulate(ops).items():

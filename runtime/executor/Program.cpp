@@ -499,7 +499,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     if (auto err = step.kernel->run(ctx))
       return abandon(std::move(err));
     if (observed && !step.kernel->isAsync())
-      onCollective_(*step.node, start, std::chrono::steady_clock::now());
+      onCollective_(*step.node, start, start, std::chrono::steady_clock::now());
     if (step.kernel->isAsync()) {
       inFlight.push_back(InFlight{si, ins, outs, start});
       for (int id : step.outputs)
@@ -543,11 +543,12 @@ llvm::Error Program::finish(InFlight &f) {
   const Step &step = steps_[f.step];
   KernelContext ctx{device_, f.inputs, f.outputs, env_, weightsVersion_};
   ctx.deferReductions = deferReductions_;
-  auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  bool observed = onCollective_ && isCollective(*step.node);
+  auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   if (auto err = step.kernel->finish(ctx))
     return err;
-  if (onCollective_ && isCollective(*step.node))
-    onCollective_(*step.node, f.started, std::chrono::steady_clock::now());
+  if (observed)
+    onCollective_(*step.node, f.started, start, std::chrono::steady_clock::now());
   if (profiling_) { // the time the program waited for it
     auto &entry = profile_[(profileByNode_ ? step.node->describe() : step.node->qualifiedOp()) + " (wait)"];
     entry.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

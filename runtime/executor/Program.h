@@ -102,10 +102,12 @@ public:
   void setAfterEachKernel(std::function<void()> cb) { afterKernel_ = std::move(cb); }
 
   /// Called for every collective (partita.AllReduce, AllGather, ReduceScatter,
-  /// and a pipeline's Send and Recv) with when it started and when it was
-  /// done (an async one: its finish).
-  using CollectiveObserver = std::function<void(const Node &, std::chrono::steady_clock::time_point start,
-                                                std::chrono::steady_clock::time_point end)>;
+  /// and a pipeline's Send and Recv) with when it started, when the program
+  /// began to wait for it (an async one: its finish; a blocking one: its
+  /// start) and when it was done.
+  using CollectiveObserver =
+      std::function<void(const Node &, std::chrono::steady_clock::time_point start,
+                         std::chrono::steady_clock::time_point waitFrom, std::chrono::steady_clock::time_point end)>;
   void setCollectiveObserver(CollectiveObserver cb) { onCollective_ = std::move(cb); }
 
   /// Asynchronous collectives (async = 1: data parallelism's gradient

@@ -105,10 +105,17 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   grads_ = std::move(*grads);
   for (Program *p : {p_.forward, p_.backward, p_.step, p_.gradNorm}) {
     p->setProfiling(o_.profile, o_.profileByNode);
-    if (trace_.on()) // "AllReduce tp", "ReduceScatter dp": the collectives on the rank's second track
-      p->setCollectiveObserver([this](const Node &n, Clock::time_point start, Clock::time_point end) {
-        trace_.collective(n.op() + " " + n.stringAttr("axis", ""), start, end);
-      });
+    // "AllReduce tp", "Recv pp": the collectives on the rank's second track;
+    // the time a program waited for a pipeline receive on its own ("wait",
+    // inside the forward or backward: the bubble).
+    if (trace_.on())
+      p->setCollectiveObserver(
+          [this](const Node &n, Clock::time_point start, Clock::time_point waitFrom, Clock::time_point end) {
+            std::string name = n.op() + " " + n.stringAttr("axis", "");
+            trace_.collective(name, start, end);
+            if (n.is("Recv", "partita"))
+              trace_.slice("wait " + name, -1, "wait", waitFrom, end);
+          });
   }
   fwd.setOverlapCollectives(!o_.noOverlap);
   bwd.setOverlapCollectives(!o_.noOverlap);
