@@ -243,11 +243,37 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
       return fail(llvm::toString(std::move(err)));
     // Receives first: each is posted when its program starts and waited for
     // right before its first reader, so the data arrives while the program
-    // computes what does not need it.
-    std::vector<Node *> order, rest;
-    for (Node *n : sg->nodes())
-      (n->is("Recv", "partita") ? order : rest).push_back(n);
+    // computes what does not need it. In the backward, what the gradients
+    // sent to the stage before need comes before the rest (the weights'
+    // gradients): that stage waits for them, not for this one's weight
+    // gradients (the zero-bubble schedules' split of the backward).
+    llvm::DenseMap<const Node *, std::string> program = assignPrograms(*sg);
+    auto backward = [&](const Node *n) { return program.lookup(n) == optimizer_io::kBackward; };
+    llvm::DenseSet<const Node *> urgent;
+    std::vector<const Node *> work;
+    for (const Node *n : sg->nodes())
+      if (n->is("Send", "partita") && backward(n))
+        work.push_back(n);
+    while (!work.empty()) {
+      const Node *n = work.back();
+      work.pop_back();
+      if (!urgent.insert(n).second)
+        continue;
+      for (const Value *in : n->inputs())
+        if (const Node *def = in ? in->definingNode() : nullptr; def && backward(def))
+          work.push_back(def);
+    }
+    std::vector<Node *> order, rest, later;
+    for (Node *n : sg->nodes()) {
+      if (n->is("Recv", "partita"))
+        order.push_back(n);
+      else if (backward(n) && !urgent.count(n))
+        later.push_back(n);
+      else
+        rest.push_back(n);
+    }
     order.insert(order.end(), rest.begin(), rest.end());
+    order.insert(order.end(), later.begin(), later.end());
     sg->setOrder(order);
   }
   return out;
