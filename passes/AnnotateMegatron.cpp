@@ -201,8 +201,12 @@ public:
             table && !assigned.count(u) && g.isGraphOutput(u->output()) && isHeadOperand(u, n->output())) {
           assigned.insert(u);
           bool split = table->output()->sharding() && !table->output()->sharding()->isReplicated();
+          std::string tableName = table->hasAttr(kCopyOfAttr) // a later pipeline stage's copy
+                                      ? table->stringAttr(kCopyOfAttr, "") + "' (its copy '" +
+                                            table->stringAttr("name", "") + "')"
+                                      : table->stringAttr("name", "") + "'";
           g.coverage.push_back("lm head: " + std::string(split ? "vocab-parallel (column)" : "replicated") +
-                               ", tied to embedding '" + table->stringAttr("name", "") + "' " + u->describe());
+                               ", tied to embedding '" + tableName + " " + u->describe());
         }
       Node *w = ownWeight(n);
       if (!w || assigned.count(n) || !g.isGraphOutput(n->output()))
