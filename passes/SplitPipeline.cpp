@@ -3,6 +3,8 @@
 #include "compiler/plan/Plan.h"
 #include "passes/AddOptimizer.h"
 #include "passes/SplitPrograms.h"
+#include "passes/sharding/ReshardPlanner.h"
+#include <optional>
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -20,6 +22,28 @@ llvm::Error fail(const llvm::Twine &msg) {
 bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight")); }
 
 constexpr int64_t kReplicated = -1; // computed from inputs alone: on every stage that reads it
+
+/// A value every tp rank holds whole (the residual stream without sequence
+/// parallelism) goes between stages as each tp rank's 1/tp of its last
+/// dimension that divides (Megatron's scatter-gather): the layout to send,
+/// or none (no tp, already split over tp, a partial sum, nothing divides).
+std::optional<Sharding> scatterOverTp(const Graph &g, const Value &v) {
+  const MeshAxis *tp = g.mesh.find("tp");
+  if (!tp || tp->size < 2 || v.type().rank() == 0)
+    return std::nullopt;
+  Sharding s = v.sharding() ? *v.sharding() : Sharding::replicated(v.type().rank());
+  if (!s.partial.empty())
+    return std::nullopt;
+  for (const auto &axes : s.dims)
+    if (llvm::is_contained(axes, std::string("tp")))
+      return std::nullopt;
+  for (size_t d = s.dims.size(); d-- > 0;)
+    if (s.dims[d].empty() && v.type().shape[d] % tp->size == 0) {
+      s.dims[d].push_back("tp");
+      return s;
+    }
+  return std::nullopt;
+}
 
 } // namespace
 
@@ -170,6 +194,7 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
   }
 
   std::vector<Node *> sendsOf; // per edge: the node making its value (its program, its stage's)
+  std::vector<std::optional<Sharding>> scattered; // per edge: the layout sent, when each tp rank sends 1/tp
   for (int64_t s = 0; s < stages; ++s) {
     auto here = [&](const Node *n) { return on(n, s); };
     GraphCopier c(g);
@@ -192,7 +217,9 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
         int64_t tag = static_cast<int64_t>(out.edges.size());
         out.edges.push_back({in->name(), stage.lookup(def), s});
         sendsOf.push_back(const_cast<Node *>(def));
-        Node *recv = sg.createNode("Recv", {}, {in->name()}, "partita");
+        std::optional<Sharding> part = scatterOverTp(g, *in);
+        scattered.push_back(part);
+        Node *recv = sg.createNode("Recv", {}, {part ? in->name() + ".part" : in->name()}, "partita");
         recv->setAttr("axis", Attribute::ofString("pp"));
         recv->setAttr("peer", Attribute::ofInt(stage.lookup(def)));
         recv->setAttr("tag", Attribute::ofInt(tag));
@@ -201,8 +228,19 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
         if (const Attribute *program = n->attr(kProgramAttr))
           recv->setAttr(kProgramAttr, *program);
         recv->output()->type() = in->type();
-        recv->output()->sharding() = in->sharding();
-        c.map(in, recv->output());
+        recv->output()->sharding() = part ? part : in->sharding();
+        Value *got = recv->output();
+        if (part) { // each tp rank received its 1/tp: all-gathered over tp (Megatron's scatter-gather)
+          auto gathered = lowerReshard(sg, got, in->sharding() ? *in->sharding() : Sharding::replicated(in->type().rank()),
+                                       in->name(), [&](Node *m) {
+                                         if (const Attribute *program = n->attr(kProgramAttr))
+                                           m->setAttr(kProgramAttr, *program);
+                                       });
+          if (!gathered)
+            return gathered.takeError();
+          got = *gathered;
+        }
+        c.map(in, got);
       }
       c.copyNode(*n, kStageAttr);
     }
@@ -229,11 +267,21 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
     Value *v = from.findValue(e.value);
     if (!v)
       return fail("value %" + e.value + " is not in stage " + llvm::Twine(e.from) + "'s graph");
+    const Attribute *program = sendsOf[i]->attr(kProgramAttr);
+    if (scattered[i]) { // this tp rank's 1/tp of a value every tp rank holds
+      auto part = lowerReshard(from, v, *scattered[i], e.value + ".part", [&](Node *m) {
+        if (program)
+          m->setAttr(kProgramAttr, *program);
+      });
+      if (!part)
+        return part.takeError();
+      v = *part;
+    }
     Node *send = from.createNode("Send", {v}, {"sent." + std::to_string(i)}, "partita");
     send->setAttr("axis", Attribute::ofString("pp"));
     send->setAttr("peer", Attribute::ofInt(e.to));
     send->setAttr("tag", Attribute::ofInt(static_cast<int64_t>(i)));
-    if (const Attribute *program = sendsOf[i]->attr(kProgramAttr))
+    if (program)
       send->setAttr(kProgramAttr, *program);
     send->output()->type() = TensorType{DType::F32, {0}, true};
     from.outputs().push_back(send->output());

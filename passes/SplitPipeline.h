@@ -12,8 +12,10 @@
 // stage b (an edge: activations forward, their gradients backward) is sent by
 // a partita.Send right after a makes it (its token an output of a's graph, so
 // it stays) and received by a partita.Recv on b (the value's name, type and
-// sharding; with tp each rank sends and receives its own shard), in the
-// program of its first reader there. Edge i's message tag is i. Receives come
+// sharding), in the program of its first reader there. With tp, a value every
+// tp rank holds whole goes as each tp rank's 1/tp of its last dimension that
+// divides, all-gathered over tp on arrival (Megatron's scatter-gather); a value
+// already split over tp (sequence parallelism) goes as each rank's shard. Edge i's message tag is i. Receives come
 // first in each stage's order: the runtime posts them when the program starts
 // and waits right before the first reader. split-programs then cuts each
 // stage's graph into its forward, backward, grad_norm and step programs. The
