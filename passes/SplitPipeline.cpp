@@ -23,6 +23,12 @@ bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight"));
 
 constexpr int64_t kReplicated = -1; // computed from inputs alone: on every stage that reads it
 
+/// Puts `n` in the program of `of` (its kProgramAttr; none: the forward).
+void inProgramOf(const Node &of, Node *n) {
+  if (const Attribute *program = of.attr(kProgramAttr))
+    n->setAttr(kProgramAttr, *program);
+}
+
 /// A value every tp rank holds whole (the residual stream without sequence
 /// parallelism) goes between stages as each tp rank's 1/tp of its last
 /// dimension that divides (Megatron's scatter-gather): the layout to send,
@@ -225,17 +231,13 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
         recv->setAttr("tag", Attribute::ofInt(tag));
         recv->setAttr("dtype", Attribute::ofInt(dtypeToOnnx(in->type().dtype)));
         recv->setAttr("shape", Attribute::ofInts({in->type().shape.begin(), in->type().shape.end()}));
-        if (const Attribute *program = n->attr(kProgramAttr))
-          recv->setAttr(kProgramAttr, *program);
+        inProgramOf(*n, recv);
         recv->output()->type() = in->type();
         recv->output()->sharding() = part ? part : in->sharding();
         Value *got = recv->output();
         if (part) { // each tp rank received its 1/tp: all-gathered over tp (Megatron's scatter-gather)
           auto gathered = lowerReshard(sg, got, in->sharding() ? *in->sharding() : Sharding::replicated(in->type().rank()),
-                                       in->name(), [&](Node *m) {
-                                         if (const Attribute *program = n->attr(kProgramAttr))
-                                           m->setAttr(kProgramAttr, *program);
-                                       });
+                                       in->name(), [&](Node *m) { inProgramOf(*n, m); });
           if (!gathered)
             return gathered.takeError();
           got = *gathered;
@@ -267,12 +269,8 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
     Value *v = from.findValue(e.value);
     if (!v)
       return fail("value %" + e.value + " is not in stage " + llvm::Twine(e.from) + "'s graph");
-    const Attribute *program = sendsOf[i]->attr(kProgramAttr);
     if (scattered[i]) { // this tp rank's 1/tp of a value every tp rank holds
-      auto part = lowerReshard(from, v, *scattered[i], e.value + ".part", [&](Node *m) {
-        if (program)
-          m->setAttr(kProgramAttr, *program);
-      });
+      auto part = lowerReshard(from, v, *scattered[i], e.value + ".part", [&](Node *m) { inProgramOf(*sendsOf[i], m); });
       if (!part)
         return part.takeError();
       v = *part;
@@ -281,8 +279,7 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
     send->setAttr("axis", Attribute::ofString("pp"));
     send->setAttr("peer", Attribute::ofInt(e.to));
     send->setAttr("tag", Attribute::ofInt(static_cast<int64_t>(i)));
-    if (program)
-      send->setAttr(kProgramAttr, *program);
+    inProgramOf(*sendsOf[i], send);
     send->output()->type() = TensorType{DType::F32, {0}, true};
     from.outputs().push_back(send->output());
   }

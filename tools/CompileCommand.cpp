@@ -184,13 +184,12 @@ struct ParamRecord {
 };
 
 static llvm::Error recordParameters(const Graph &global, const Graph &partitioned, const Graph &local,
-                                    const RankPlan &r, int64_t stage, const std::set<std::string> &sent,
-                                    std::map<int64_t, ParamRecord> &byStage) {
+                                    const RankPlan &r, int64_t stage, std::map<int64_t, ParamRecord> &byStage) {
   ParamRecord rec;
   auto &[names, parts, types, targets, layouts] = rec;
   for (const Value *out : local.outputs()) {
     llvm::StringRef n(out->name());
-    if (sent.count(out->name()) || !n.consume_front("grad.")) // a gradient sent to the stage before is none
+    if (!n.consume_front("grad."))
       continue;
     const Value *gw = global.findValue(n);
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
@@ -458,15 +457,12 @@ static llvm::Error compile(llvm::StringRef dir) {
   std::vector<ProgramSplit> stageSplits;
   Mesh mesh = g.mesh;
   Plan plan = makePlan(mesh);
-  std::set<std::string> edgeValues;
   if (pp > 1) {
     auto pipe = splitPipeline(g, pp * virtualStages);
     if (!pipe)
       return pipe.takeError();
-    for (const PipelineEdge &e : pipe->edges) {
+    for (const PipelineEdge &e : pipe->edges)
       plan.pipelineEdges.push_back({e.value, e.from, e.to});
-      edgeValues.insert(e.value);
-    }
     for (const PipelineEdge &e : pipe->weights)
       plan.pipelineWeights.push_back({e.value, e.from, e.to});
     for (auto &stageGraph : pipe->stages) {
@@ -495,9 +491,9 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (!llvm::is_contained(plan.saved, v))
         plan.saved.push_back(v);
   // The outputs: the last stage's forward's, less what it keeps for its
-  // backward and what it sends.
+  // backward (what a stage sends goes through partita.Send, no output).
   for (const Value *out : stageSplits.back().programs.front().graph->outputs())
-    if (!llvm::is_contained(plan.saved, out->name()) && !edgeValues.count(out->name()))
+    if (!llvm::is_contained(plan.saved, out->name()))
       plan.outputs.push_back({out->name(), out->type()});
   if (train) {
     plan.schedule = "gradient-accumulation";
@@ -587,7 +583,7 @@ static llvm::Error compile(llvm::StringRef dir) {
         eo.weightsByReference = !materializeWeights;
       }
       if (program.name == optimizer_io::kBackward)
-        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, stage, edgeValues, params))
+        if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, stage, params))
           return err;
       r.programs[name] = rel;
       plan.programIO[rel] = ProgramIO{specsOf(local->inputs()), specsOf(local->outputs())};

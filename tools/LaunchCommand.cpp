@@ -558,12 +558,6 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
                                 const std::string &writeDir) {
   const Plan &plan = session.plan();
   int64_t stage = session.coordinate("pp");
-  std::vector<TensorSpec> specs; // the model's inputs this stage reads (what it receives is partita.Recv's)
-  for (const auto &in : forward.inputs())
-    specs.push_back({in.name, in.type});
-  for (auto &batch : micro.batches)
-    if (auto filled = fillRoleInputs(specs, batch); !filled)
-      return filled.takeError();
   // MPI moves a large message only inside MPI calls: sends and receives progress between kernels.
   rt::Communicator *pp = session.group("pp");
   forward.setAfterEachKernel([pp] { pp->progress(); });
@@ -631,6 +625,9 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   auto micro = splitMicroBatches(plan.stages() > 1 ? plan.inputs : specs, *tensors);
   if (!micro)
     return micro.takeError();
+  for (auto &batch : micro->batches) // the inputs this rank's forward reads (a stage's received ones are partita.Recv's)
+    if (auto filled = fillRoleInputs(specs, batch); !filled) // the launcher printed what it fills
+      return filled.takeError();
   if (plan.stages() > 1)
     return runPipelined(**session, forward, *micro, writeDir);
   RunOptions ro;
@@ -638,8 +635,6 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   std::vector<std::string> names;
   std::vector<std::vector<Tensor>> parts;
   for (auto &batch : micro->batches) {
-    if (auto filled = fillRoleInputs(specs, batch); !filled) // the launcher printed what it fills
-      return filled.takeError();
     auto result = runLoaded(forward, (*session)->device(), batch, ro);
     if (!result)
       return result.takeError();

@@ -12,9 +12,16 @@
 #pragma once
 #include "runtime/comm/Communicator.h"
 #include <deque>
+#include <string>
 #include <vector>
 
 namespace partita::rt {
+
+/// Who a pipeline message goes to or comes from: "stage 3 (pp rank 1)" (a
+/// stage is a model chunk under interleaving, held by rank stage mod pp).
+inline std::string pipelinePeer(int64_t stage, llvm::StringRef axis, int rank) {
+  return "stage " + std::to_string(stage) + " (" + axis.str() + " rank " + std::to_string(rank) + ")";
+}
 
 class PendingSends {
 public:
@@ -30,7 +37,6 @@ public:
   llvm::Error reap();
   /// Waits for every send started (their receivers took them).
   llvm::Error drain();
-  size_t size() const { return pending_.size(); }
 
 private:
   struct Pending {

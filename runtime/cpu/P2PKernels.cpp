@@ -28,10 +28,7 @@ struct Peer {
       return kernelError(node, "this rank has no '" + axis + "' group to reach pipeline stage " + llvm::Twine(stage));
     return std::pair{c, static_cast<int>(stage % c->size())};
   }
-  /// "stage 3 (pp rank 1)".
-  std::string name(int rank) const {
-    return "stage " + std::to_string(stage) + " (" + axis + " rank " + std::to_string(rank) + ")";
-  }
+  std::string name(int rank) const { return pipelinePeer(stage, axis, rank); }
   const Node &node;
   std::string axis;
   int64_t stage;

@@ -26,10 +26,6 @@ llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, C
   return std::move(s);
 }
 
-std::string StageLinks::peerName(const Link &l) {
-  return "stage " + std::to_string(l.peerStage) + " (pp rank " + std::to_string(l.peer) + ")";
-}
-
 const StageLinks::Link *StageLinks::sharedLink(llvm::StringRef param) const {
   for (const Link &l : shared_)
     if (l.value == param)
@@ -50,7 +46,7 @@ llvm::Error StageLinks::sendSharedGradient(llvm::StringRef param, const TensorVi
     return fail("stage shares no weight '" + param + "' with another");
   if (auto err = PendingSends::process().start(*pp_, grad.data, grad.bytes(), static_cast<size_t>(grad.numel()),
                                                grad.dtype, l->peer, l->tag))
-    return fail("sending the gradient of shared weight '" + param + "' to " + peerName(*l) + ": " +
+    return fail("sending the gradient of shared weight '" + param + "' to " + pipelinePeer(l->peerStage, "pp", l->peer) + ": " +
                 llvm::toString(std::move(err)));
   return llvm::Error::success();
 }
@@ -61,7 +57,7 @@ llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorVie
     return fail("stage shares no f32 weight '" + param + "' with another");
   std::vector<float> theirs(static_cast<size_t>(grad.numel()));
   if (auto err = pp_->recv(theirs.data(), theirs.size(), DType::F32, l->peer, l->tag))
-    return fail("receiving the gradient of shared weight '" + param + "' from " + peerName(*l) + ": " +
+    return fail("receiving the gradient of shared weight '" + param + "' from " + pipelinePeer(l->peerStage, "pp", l->peer) + ": " +
                 llvm::toString(std::move(err)));
   float *g = static_cast<float *>(grad.data);
   for (size_t k = 0; k < theirs.size(); ++k)

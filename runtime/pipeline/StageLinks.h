@@ -41,8 +41,6 @@ private:
     std::string value;     // this stage's parameter
   };
   const Link *sharedLink(llvm::StringRef param) const;
-  /// "stage 3 (pp rank 1)".
-  static std::string peerName(const Link &l);
   Communicator *pp_ = nullptr;
   std::vector<Link> shared_;
 };
