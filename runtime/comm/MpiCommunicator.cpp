@@ -99,7 +99,7 @@ llvm::Error MpiCommunicator::collective(int op, const char *what, llvm::function
     return err;
   watchdog_->beginBlocking(w);
   int rc = call();
-  watchdog_->endBlocking();
+  watchdog_->endBlocking(w);
   return check(rc, what);
 }
 
@@ -298,8 +298,10 @@ llvm::Expected<bool> MpiCommunicator::test(int handle) {
   int done = 0;
   if (auto err = check(MPI_Test(&p->request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
     return std::move(err);
-  if (done)
+  if (done) {
+    watchdog_->leave(WaitFor{p->op, group_, p->seq, {}});
     requests_[handle].reset();
+  }
   return done != 0;
 }
 

@@ -21,7 +21,7 @@
 // bandwidth). Ranks on other nodes have no slot here: their collectives still
 // time out, but the message cannot say whether they arrived.
 //
-// Internal to runtime/comm: only MpiCommunicator.cpp includes it.
+// Internal to runtime/comm: only MpiCommunicator.cpp (and its test) include it.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "llvm/ADT/ArrayRef.h"
@@ -181,6 +181,10 @@ public:
   /// Brackets the blocking MPI call of a collective every member has entered:
   /// the backstop thread ends the process if it does not return in time.
   void beginBlocking(const WaitFor &w) {
+    // Marked without a deadline too: the members still waiting to enter count
+    // on this rank being inside the call, not on its heartbeat.
+    if (Slot *me = mine())
+      me->inMpi.store(1, std::memory_order_release);
     if (timeoutNs_ <= 0)
       return;
     std::call_once(backstopStarted_, [this] { startBackstop(); });
@@ -191,11 +195,10 @@ public:
     blockedMembers_.store(w.members.data(), std::memory_order_relaxed);
     blockedCount_.store(w.members.size(), std::memory_order_relaxed);
     blockedGen_.fetch_add(1, std::memory_order_release); // odd: inside a blocking call
-    if (Slot *me = mine())
-      me->inMpi.store(1, std::memory_order_release);
   }
-  void endBlocking() {
+  void endBlocking(const WaitFor &w) {
     if (Slot *me = mine()) {
+      leave(w);
       me->inMpi.store(0, std::memory_order_relaxed);
       me->waitOp.store(static_cast<int32_t>(CommOp::None), std::memory_order_release);
     }
@@ -214,6 +217,15 @@ public:
     return seq;
   }
 
+  /// This rank has returned from collective `w.seq`: a member still waiting
+  /// to enter it must not wait for this rank's next sign of life (a root whose
+  /// broadcast is done may compute, or end its run, before the others enter).
+  void leave(const WaitFor &w) {
+    Slot *me = mine();
+    if (me && tracked(w) && me->left[w.group].load(std::memory_order_relaxed) < w.seq)
+      me->left[w.group].store(w.seq, std::memory_order_release);
+  }
+
   void heartbeat() {
     if (Slot *me = mine())
       me->heartbeat.store(nowNs(), std::memory_order_relaxed);
@@ -230,8 +242,11 @@ public:
       int done = 0;
       int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS || done) {
-        if (me)
+        if (me) {
+          if (done)
+            leave(w);
           me->waitOp.store(static_cast<int32_t>(CommOp::None), std::memory_order_release);
+        }
         if (rc == MPI_SUCCESS)
           return llvm::Error::success();
         char msg[MPI_MAX_ERROR_STRING];
@@ -279,7 +294,9 @@ private:
     std::atomic<int64_t> waitSeq{0};
     std::atomic<int64_t> waitSince{0};
     std::atomic<int64_t> entered[kMaxGroups] = {}; // collectives entered, per group
+    std::atomic<int64_t> left[kMaxGroups] = {};    // the last collective returned from, per group
   };
+
   static_assert(std::atomic<int64_t>::is_always_lock_free, "slots are shared between processes");
 
   // Members usually arrive within microseconds: poll that long before
@@ -295,6 +312,8 @@ private:
     int64_t entered = s.entered[w.group].load(std::memory_order_acquire);
     if (entered != w.seq)
       return entered > w.seq;
+    if (s.left[w.group].load(std::memory_order_acquire) >= w.seq)
+      return true;
     if (s.inMpi.load(std::memory_order_acquire) && s.waitGroup.load(std::memory_order_relaxed) == w.group &&
         s.waitSeq.load(std::memory_order_relaxed) == w.seq)
       return true;
@@ -519,6 +538,8 @@ private:
         missing.push_back(line);
       else if (s->entered[w.group].load(std::memory_order_acquire) < w.seq)
         missing.push_back(line);
+      else if (s->left[w.group].load(std::memory_order_acquire) >= w.seq)
+        continue; // done with it: MPI owes this rank's part
       else if (now - s->heartbeat.load(std::memory_order_relaxed) > kActiveNs)
         silent.push_back(line);
     }

@@ -2,11 +2,15 @@
 // comes from the factory by name, every collective and its non-blocking form
 // meet the same closed forms as the mock's (test/unit/CollectiveFormulas),
 // and a started all-reduce that a rank has not joined times out naming it,
-// stays pending, and completes once the rank joins.
+// stays pending, and completes once the rank joins; the watchdog lets late
+// members into a collective that a quiet member has left or is blocked in.
 #include "../unit/CollectiveFormulas.h"
 #include "runtime/comm/CommunicatorFactory.h"
+#include "runtime/comm/Watchdog.h"
 #include <gtest/gtest.h>
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <mpi.h>
 
 using namespace partita;
@@ -53,6 +57,44 @@ TEST(MpiCommunicator, AStartedAllReduceTimesOutNamingTheAbsentRanks) {
   }
   EXPECT_EQ(value, n);
 }
+
+// The arrival table directly (Watchdog.h): rank 0 enters a collective of a
+// fresh group, then goes quiet in the world's barrier (another table) while
+// the others, who entered late and were descheduled before looking, wait to go
+// in. They must not wait for rank 0's next heartbeat (there is none): the root
+// of a finished broadcast has left it; a member blocked inside MPI (with or
+// without a deadline) is inside it. Before the fix both ended in the deadline
+// (first case) or hung (second, without one): ctest's timeout.
+namespace {
+void enterThenGoQuiet(double timeoutSeconds, bool leaveFirst) {
+  auto dog = rt::Watchdog::create(timeoutSeconds);
+  int group = dog->addGroup("quiet");
+  std::vector<int> members(world->size());
+  for (int r = 0; r < world->size(); ++r)
+    members[r] = r;
+  rt::WaitFor w{rt::CommOp::Broadcast, group, dog->arrive(group), members};
+  if (world->rank() == 0) {
+    llvm::Error in = dog->awaitArrivals(w);
+    ASSERT_FALSE(static_cast<bool>(in)) << llvm::toString(std::move(in));
+    if (leaveFirst)
+      dog->leave(w); // a root's MPI_Bcast returns once its data is sent
+    else
+      dog->beginBlocking(w); // inside the blocking call until the others are in
+    ASSERT_FALSE(static_cast<bool>(world->barrier()));
+    if (!leaveFirst)
+      dog->endBlocking(w);
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // descheduled between entering and looking
+  llvm::Error in = dog->awaitArrivals(w);
+  EXPECT_FALSE(static_cast<bool>(in)) << llvm::toString(std::move(in));
+  ASSERT_FALSE(static_cast<bool>(world->barrier()));
+}
+} // namespace
+
+TEST(MpiWatchdog, AMemberThatLeftTheCollectiveDoesNotHoldTheLateOnes) { enterThenGoQuiet(5, true); }
+
+TEST(MpiWatchdog, AMemberInsideABlockingCallWithoutADeadlineLetsTheLateOnesIn) { enterThenGoQuiet(0, false); }
 
 int main(int argc, char **argv) {
   int provided = 0;
