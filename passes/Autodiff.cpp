@@ -10,6 +10,9 @@
 // without a rule is an error naming it. Sharding then partitions the backward
 // graph like the forward one. The backward's nodes are tagged program =
 // "backward", so split-programs can make them a program of their own.
+// With loss-scale=1 the backward starts from a new graph input `loss_scale`
+// (f32[]) instead of 1: every gradient is the loss scale times the loss's, as
+// fp16 training's loss scaling needs (the trainer divides it out).
 //
 //   %loss = ReduceSum(%y) ...          →  ... return %loss, %"grad.w"
 //===----------------------------------------------------------------------===//
@@ -27,6 +30,7 @@ namespace {
 class Autodiff : public Pass {
 public:
   llvm::StringRef name() const override { return "autodiff"; }
+  static constexpr const char *kLossScaleInput = "loss_scale";
 
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key == "wrt" && (value == "weights" || value == "inputs")) {
@@ -35,6 +39,12 @@ public:
     }
     if (key == "wrt")
       return passError(name(), "option wrt expects 'weights' or 'inputs', got '" + value + "'");
+    if (key == "loss-scale" && (value == "0" || value == "1")) {
+      lossScale_ = value == "1";
+      return llvm::Error::success();
+    }
+    if (key == "loss-scale")
+      return passError(name(), "option loss-scale expects 0 or 1, got '" + value + "'");
     return Pass::setOption(key, value);
   }
 
@@ -69,7 +79,19 @@ public:
       Value *&slot = grads[v];
       slot = slot ? b.op("Add", {slot, d}) : d;
     };
-    grads[loss] = g.createConstant(Tensor::fromDoubles(loss->type().dtype, loss->type().shape, {1.0}), "grad.seed");
+    if (lossScale_) {
+      if (g.findValue(kLossScaleInput))
+        return passError(name(), llvm::Twine("the graph already has a value named '") + kLossScaleInput + "'");
+      Value *scale = g.addInput(kLossScaleInput, TensorType{DType::F32, {}, true});
+      Value *seed = scale; // as the loss is typed: f32[] from add-loss
+      if (loss->type().dtype != DType::F32)
+        seed = b.op("Cast", {seed}, {{"to", Attribute::ofInt(dtypeToOnnx(loss->type().dtype))}});
+      if (loss->type().shape != Shape{})
+        seed = b.reshape(seed, loss->type().shape);
+      grads[loss] = seed;
+    } else {
+      grads[loss] = g.createConstant(Tensor::fromDoubles(loss->type().dtype, loss->type().shape, {1.0}), "grad.seed");
+    }
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       Node *n = *it;
       std::vector<Value *> dOut;
@@ -132,6 +154,7 @@ public:
 
 private:
   bool wrtInputs_ = false;
+  bool lossScale_ = false;
 };
 
 } // namespace
@@ -141,7 +164,8 @@ PassInfo autodiffPass() {
           "Reverse-mode differentiation with one rule per op; adds grad.<name> outputs for every "
           "trainable float weight (or input, wrt=inputs) the loss depends on; weights marked trainable = 0 "
           "(classify-parameters) are constants.",
-          "wrt=weights|inputs (weights): what to differentiate with respect to",
+          "wrt=weights|inputs (weights): what to differentiate with respect to; loss-scale=0|1 (0): seed the "
+          "backward with a graph input loss_scale (f32[]) instead of 1",
           [] { return std::make_unique<Autodiff>(); }};
 }
 

@@ -37,5 +37,6 @@ PassInfo zeroPartitionPass();
 PassInfo assignStagesPass();
 PassInfo recomputePass();
 PassInfo copySharedWeightsPass();
+PassInfo mixedPrecisionPass();
 
 } // namespace partita

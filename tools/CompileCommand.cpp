@@ -45,6 +45,11 @@ static cl::opt<std::string> recompute("recompute",
                                       cl::desc("Activation recompute in the backward: none (default), selective "
                                                "(the attention core) or full (each layer, from its input)"),
                                       cl::init("none"), cl::sub(compileCmd));
+static cl::opt<std::string> precision("precision",
+                                      cl::desc("Training precision: fp32 (default), bf16 or fp16 (activations and "
+                                               "gradients rounded to it, fp32 master weights and optimizer state; "
+                                               "fp16 with loss scaling, launch --loss-scale ...)"),
+                                      cl::init("fp32"), cl::sub(compileCmd));
 static cl::opt<int> virtualStages("virtual-stages",
                                   cl::desc("Model chunks per pipeline rank (interleaved 1F1B; needs --pp and --train)"),
                                   cl::init(1), cl::sub(compileCmd));
@@ -292,6 +297,10 @@ static llvm::Error compile(llvm::StringRef dir) {
                 (virtualStages > 1 ? " x --virtual-stages is " : " is ") + llvm::Twine(pp * virtualStages));
   if (recompute != "none" && recompute != "selective" && recompute != "full")
     return fail("--recompute " + recompute + ": none, selective or full");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    return fail("--precision " + precision + ": fp32, bf16 or fp16");
+  if (precision != "fp32" && !train)
+    return fail("--precision " + precision + " needs --train (mixed precision is a training layout)");
   if (recompute != "none" && !train)
     return fail("--recompute " + recompute + " needs --train (it trades the backward's saved activations for compute)");
   if (pp > 1 && emitGradients && !train)
@@ -356,7 +365,9 @@ static llvm::Error compile(llvm::StringRef dir) {
       return fail(llvm::toString(std::move(err)));
     pm = PassManager();
     pm.verifyEach = true;
-    pipeline = "add-loss," + (pp > 1 ? assignStages() + ",copy-shared-weights," : "") + "autodiff," +
+    pipeline = (precision != "fp32" ? "mixed-precision{dtype=" + precision + "}," : std::string()) + "add-loss," +
+               (pp > 1 ? assignStages() + ",copy-shared-weights," : "") +
+               (precision == "fp16" ? "autodiff{loss-scale=1}," : "autodiff,") +
                (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") + "remove-identity,cse,dce";
   } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
     pipeline += ",classify-parameters";
@@ -482,6 +493,7 @@ static llvm::Error compile(llvm::StringRef dir) {
     stageSplits.push_back(std::move(*split));
   }
   plan.virtualStages = virtualStages;
+  plan.precision = precision;
   plan.optimizer = adamw;
   plan.vocab = vocab;
   plan.zero = dp > 1 ? zero : 0;

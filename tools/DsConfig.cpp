@@ -203,7 +203,7 @@ llvm::Expected<DsMapping> resolveDsConfig(llvm::StringRef text, llvm::StringRef 
   ds::Reader r{"", m, {}};
   ds::Section top(r, root, "");
   ds::mapBatch(top, ctx);
-  ds::mapPrecision(top);
+  ds::mapPrecision(top, ctx);
   ds::mapOptimizer(top, ctx);
   ds::mapZero(top, ctx);
   if (ctx.tool == DsTool::Launch) {
@@ -306,6 +306,12 @@ llvm::Error useDsConfigForLaunch(llvm::StringRef file, llvm::cl::SubCommand &sub
   auto m = readDsConfig(file, ctx);
   if (!m)
     return m.takeError();
+  if (m->precision != plan.precision) { // the layout is the compiled program's
+    std::string asks = m->precisionFrom.empty() ? "no fp16 or bf16 section is enabled (fp32)"
+                                                : m->precisionFrom + " asks for " + m->precision;
+    return fail(file + ": " + asks + ", but the plan was compiled with --precision " + plan.precision +
+                ": compile it with this config (or --precision " + m->precision + ")");
+  }
   if (report)
     printWarnings(*m);
   return applyDsSettings(*m, sub);

@@ -46,6 +46,8 @@ struct DsMapping {
   std::vector<std::string> warnings; // whole lines, without "partita: warning: "
   std::optional<int64_t> microBatch; // the per-replica batch the batch rule gives
   std::string microBatchFrom;        // how ("train_micro_batch_size_per_gpu 4")
+  std::string precision = "fp32";    // the half type fp16 / bf16 "enabled" asks for
+  std::string precisionFrom;         // that key ("fp16.enabled")
 };
 
 /// DeepSpeed's batch rule, train_batch_size = micro × accumulation × dp:

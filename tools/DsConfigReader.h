@@ -77,7 +77,7 @@ std::string flagNumber(double v);
 
 // The sections, each mapping its keys for r.out's command (DsConfigSections.cpp).
 void mapBatch(const Section &top, const DsContext &ctx);
-void mapPrecision(const Section &top);
+void mapPrecision(const Section &top, const DsContext &ctx);
 void mapOptimizer(const Section &top, const DsContext &ctx);
 void mapZero(const Section &top, const DsContext &ctx);
 void mapScheduler(const Section &top, const DsContext &ctx);

@@ -82,14 +82,37 @@ void mapBatch(const Section &top, const DsContext &ctx) {
           file.accumulation ? "gradient_accumulation_steps" : "train_batch_size");
 }
 
-void mapPrecision(const Section &top) {
+void mapPrecision(const Section &top, const DsContext &ctx) {
+  Reader &r = top.reader();
+  Section fp16 = top.object("fp16");
+  std::string enabled; // the key that enables a half type
   for (const char *name : {"fp16", "bf16", "bfloat16"}) {
     Section s = top.object(name);
-    // Its other keys (loss scaling) do nothing while it is disabled, in DeepSpeed too.
-    if (s.boolean("enabled").value_or(false))
-      top.reader().fail(s.path("enabled") + ": mixed precision is not built yet (Partita trains in fp32, and "
-                                            "ignoring the key would change the math): set it to false");
+    if (!s.boolean("enabled").value_or(false))
+      continue; // its other keys (loss scaling) do nothing while it is disabled, in DeepSpeed too
+    if (!enabled.empty())
+      return r.fail(s.path("enabled") + ": " + enabled + " enables another half type: enable one");
+    enabled = s.path("enabled");
+    r.out.precision = name == std::string("fp16") ? "fp16" : "bf16";
+    r.out.precisionFrom = enabled;
+    if (ctx.tool == DsTool::Compile)
+      r.set("precision", r.out.precision, enabled);
   }
+  if (ctx.tool != DsTool::Launch || enabled != fp16.path("enabled"))
+    return;
+  // DeepSpeed's fp16 keys (runtime/fp16/loss_scaler.py); loss_scale 0 is dynamic.
+  if (auto v = fp16.number("loss_scale", 0, kInf, false, "a number >= 0 (0: dynamic)"))
+    r.set("loss-scale", flagNumber(*v), fp16.path("loss_scale"));
+  if (auto v = fp16.integer("initial_scale_power", 0, 100, "an integer 0-100"))
+    r.set("initial-scale-power", std::to_string(*v), fp16.path("initial_scale_power"));
+  if (auto v = fp16.integer("loss_scale_window", 1, INT64_MAX, "an integer >= 1"))
+    r.set("loss-scale-window", std::to_string(*v), fp16.path("loss_scale_window"));
+  if (auto v = fp16.integer("hysteresis", 1, INT32_MAX, "an integer >= 1"))
+    r.set("hysteresis", std::to_string(*v), fp16.path("hysteresis"));
+  if (auto v = fp16.number("min_loss_scale", 0, kInf, true, "a number > 0"))
+    r.set("min-loss-scale", flagNumber(*v), fp16.path("min_loss_scale"));
+  fp16.notImplementedExcept({"enabled", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+                             "min_loss_scale"});
 }
 
 void mapOptimizer(const Section &top, const DsContext &ctx) {

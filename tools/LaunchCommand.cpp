@@ -103,6 +103,23 @@ static Flag<double> minLrRatio("min-lr-ratio", cl::desc("Final learning rate / -
                                cl::location(opts.train.lrSchedule.minLrRatio), BOTH);
 static Flag<double> clipNorm("clip-grad-norm", cl::desc("Clip the global gradient norm to this (0: off)"),
                              cl::location(opts.train.clipNorm), BOTH);
+// fp16 loss scaling (a plan compiled with --precision fp16), DeepSpeed's fp16 keys.
+static Flag<double> lossScale("loss-scale",
+                              cl::desc("fp16: a static loss scale; 0 (default): dynamic, from "
+                                       "2^--initial-scale-power"),
+                              cl::location(opts.train.lossScale.staticScale), BOTH);
+static Flag<int> initialScalePower("initial-scale-power",
+                                   cl::desc("fp16: the dynamic loss scale starts at 2^this (default 16)"),
+                                   cl::location(opts.train.lossScale.initialScalePower), BOTH);
+static Flag<int64_t> lossScaleWindow("loss-scale-window",
+                                     cl::desc("fp16: steps without an overflow before the scale doubles "
+                                              "(default 1000)"),
+                                     cl::location(opts.train.lossScale.window), BOTH);
+static Flag<int> hysteresis("hysteresis",
+                            cl::desc("fp16: overflows before the dynamic scale halves (default 2)"),
+                            cl::location(opts.train.lossScale.hysteresis), BOTH);
+static Flag<double> minLossScale("min-loss-scale", cl::desc("fp16: the dynamic scale's floor (default 1)"),
+                                 cl::location(opts.train.lossScale.minScale), BOTH);
 static Flag<bool> skipNonfinite("skip-nonfinite",
                                 cl::desc("Skip the update of a step whose loss or gradient norm is not finite "
                                          "(default: stop)"),
@@ -247,6 +264,17 @@ static llvm::Error checkFlags(bool trainPlan) {
     return err;
   if (auto err = finiteAtLeast("--clip-grad-norm", t.clipNorm, 0, false))
     return err;
+  const rt::LossScaleOptions &ls = t.lossScale;
+  if (auto err = finiteAtLeast("--loss-scale", ls.staticScale, 0, false))
+    return err;
+  if (auto err = finiteAtLeast("--min-loss-scale", ls.minScale, 0, true))
+    return err;
+  if (ls.initialScalePower < 0 || ls.initialScalePower > 100)
+    return fail("--initial-scale-power " + llvm::Twine(ls.initialScalePower) + ": must be in 0..100");
+  if (ls.window < 1)
+    return fail("--loss-scale-window " + llvm::Twine(ls.window) + ": must be >= 1");
+  if (ls.hysteresis < 1)
+    return fail("--hysteresis " + llvm::Twine(ls.hysteresis) + ": must be >= 1");
   if (bucketMb.getNumOccurrences())
     return fail("--bucket-mb is a compile option now (partita compile --bucket-mb MB): the program holds its "
                 "gradient buckets");

@@ -193,6 +193,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"pipeline_edges", edgeList(p.pipelineEdges)},
                           {"pipeline_weights", edgeList(p.pipelineWeights)},
                           {"virtual_stages", p.virtualStages},
+                          {"precision", p.precision},
                           {"program_io", std::move(io)},
                           {"schedule", llvm::json::Object{{"kind", p.schedule}, {"order", std::move(order)},
                                                           {"saved", std::move(saved)}}},
@@ -335,6 +336,11 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     p.vocab = *v;
   if (auto v = root->getInteger("zero"))
     p.zero = *v;
+  if (auto v = root->getString("precision")) { // absent in plans written before mixed precision
+    if (*v != "fp32" && *v != "bf16" && *v != "fp16")
+      return bad("precision '" + v->str() + "' (fp32, bf16 or fp16)");
+    p.precision = v->str();
+  }
   if (auto v = root->getInteger("virtual_stages")) {
     if (*v < 1 || *v > 1024)
       return bad("virtual_stages out of range");

@@ -142,6 +142,10 @@ struct Plan {
   /// --virtual-stages; interleaved 1F1B): rank s of pp holds stages s,
   /// s + pp, ... of pp x virtualStages.
   int64_t virtualStages = 1;
+  /// Training: the activations' and gradients' precision (compile
+  /// --precision): "fp32", or "bf16" / "fp16" (mixed precision, fp32 master
+  /// weights; fp16's backward takes a loss_scale input).
+  std::string precision = "fp32";
 
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
   /// The number of pipeline stages (the mesh's pp axis; 1 without one).

@@ -151,6 +151,40 @@ public:
   }
 };
 
+/// Cast between float32 and a 16-bit float (bf16, fp16), rounding to nearest
+/// even as Tensor.h's conversions do (mixed precision rounds every
+/// activation through one).
+class HalfCastKernel final : public Kernel {
+public:
+  HalfCastKernel(DType from, DType to) : from_(from), to_(to) {}
+  llvm::Error run(KernelContext &ctx) override {
+    int64_t n = ctx.outputs[0].numel();
+    if (from_ == DType::F32) {
+      const float *x = ctx.inputs[0].as<float>();
+      uint16_t *y = ctx.outputs[0].as<uint16_t>();
+      bool bf16 = to_ == DType::BF16;
+      parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          y[i] = bf16 ? floatToBf16(x[i]) : floatToHalf(x[i]);
+      });
+    } else {
+      const uint16_t *x = ctx.inputs[0].as<uint16_t>();
+      float *y = ctx.outputs[0].as<float>();
+      bool bf16 = from_ == DType::BF16;
+      parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          y[i] = bf16 ? bf16ToFloat(x[i]) : halfToFloat(x[i]);
+      });
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  DType from_, to_;
+};
+
+bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
+
 template <typename From> std::unique_ptr<Kernel> castFrom(DType to) {
   switch (to) {
   case DType::F32: return std::make_unique<CastKernel<From, float>>();
@@ -163,6 +197,8 @@ template <typename From> std::unique_ptr<Kernel> castFrom(DType to) {
 }
 
 std::unique_ptr<Kernel> makeCast(DType from, DType to) {
+  if ((from == DType::F32 && isHalf(to)) || (isHalf(from) && to == DType::F32))
+    return std::make_unique<HalfCastKernel>(from, to);
   switch (from) {
   case DType::F32: return castFrom<float>(to);
   case DType::F64: return castFrom<double>(to);

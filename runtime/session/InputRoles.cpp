@@ -17,6 +17,8 @@ std::optional<InputRole> namedRole(const TensorSpec &in) {
     return InputRole::AttentionMask;
   if (in.name == kFillableInputs[1] && !isFloat(in.type.dtype))
     return InputRole::PositionIds;
+  if (in.name == "loss_scale" && in.type.dtype == DType::F32 && in.type.shape.empty())
+    return InputRole::LossScale;
   return std::nullopt;
 }
 
@@ -64,7 +66,8 @@ llvm::Expected<std::map<std::string, InputRole>> trainingInputRoles(const std::v
     const Shape &s = in.type.shape;
     if ((role == InputRole::Ids || role == InputRole::Labels) && isFloat(in.type.dtype))
       return fail("input '" + in.name + "' (" + in.type.str() + "): token ids and labels must be integers");
-    bool fits = s == Shape{batch, seq} || (role == InputRole::PositionIds && s == Shape{1, seq});
+    bool fits = s == Shape{batch, seq} || (role == InputRole::PositionIds && s == Shape{1, seq}) ||
+                role == InputRole::LossScale;
     if (!fits)
       return fail("the plan was compiled for " + in.name + " " + in.type.str() + ", but --batch " +
                   llvm::Twine(batch) + " --seq " + llvm::Twine(seq) + " were given");

@@ -21,10 +21,12 @@ enum class InputRole {
   Labels,        // the next tokens (add-loss's input)
   AttentionMask, // ones: every token is real
   PositionIds,   // 0..seq-1 in every row
+  LossScale,     // fp16's loss scale (f32[]), the backward's seed: the trainer's LossScaler sets it
 };
 
 /// The role an input has by its name (Hugging Face's): `labels`,
-/// `attention_mask`, and `position_ids` when it is an integer input.
+/// `attention_mask`, and `position_ids` when it is an integer input; and
+/// `loss_scale` (f32[]), autodiff{loss-scale=1}'s.
 std::optional<InputRole> namedRole(const TensorSpec &in);
 
 /// The role of every input of a training program: the named roles; the token

@@ -5,6 +5,7 @@
 // are the flags' defaults.
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "runtime/train/LossScaler.h"
 #include "runtime/train/LrSchedule.h"
 #include <string>
 
@@ -18,6 +19,7 @@ struct TrainOptions {
   double lr = 1e-3;
   LrScheduleOptions lrSchedule;
   double clipNorm = 0;             // 0: no clipping
+  LossScaleOptions lossScale;      // an fp16 plan's (compile --precision fp16)
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
   bool memory = false; // each rank prints its MemoryLedger after training
   std::string schedule = "1f1b"; // a pipeline plan's: gpipe or 1f1b

@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 namespace partita::rt {
@@ -92,6 +93,17 @@ private:
   int step_ = 0;
   float loss_ = 0;
   bool skipped_ = false;
+  int64_t updates_ = 0; // the optimizer steps taken (skipped ones not counted)
+  std::optional<LossScaler> scaler_; // fp16 plans
+  /// The loss scale the next step's backwards read (input loss_scale).
+  void setLossScale() {
+    feeds_.constants["loss_scale"] = Tensor::fromDoubles(DType::F32, {}, {scaler_->scale()});
+  }
+  static std::string formatScale(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", s);
+    return buf;
+  }
 };
 
 llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
@@ -117,6 +129,10 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   if (!feeds)
     return feeds.takeError();
   feeds_ = std::move(*feeds);
+  if (plan_.precision == "fp16") { // every rank feeds the scale; the last stage's backward reads it
+    scaler_.emplace(o_.lossScale);
+    setLossScale();
+  }
   PipelineKind kind = PipelineKind::OneFOneB;
   parsePipelineKind(o_.schedule, kind); // checked by launch
   if (chunks > 1 && microBatches_ % stages_ != 0)
@@ -210,7 +226,11 @@ llvm::Error TrainingRun::optimizerStep() {
   // gradient): the step program scales them by 1/M and the clipping
   // coefficient, the grad_norm programs give the sums' norm.
   double coef = 1.0 / static_cast<double>(microBatches_);
-  if (o_.clipNorm > 0) {
+  // fp16: the gradients are the loss scale times the loss's; one that
+  // overflowed makes the norm infinite on every rank (it is all-reduced).
+  if (scaler_)
+    coef /= scaler_->scale();
+  if (o_.clipNorm > 0 || scaler_) {
     double squares = 0; // over this rank's chunks, then over the stages
     for (StageRun &c : chunks_) {
       auto sq = c.squaredGradientNorm();
@@ -225,15 +245,26 @@ llvm::Error TrainingRun::optimizerStep() {
       squares = total;
     }
     double norm = std::sqrt(squares) * coef;
-    if (!std::isfinite(norm)) {
+    if (scaler_ && !std::isfinite(norm)) {
+      double was = scaler_->scale(), next = scaler_->update(true);
+      if (log_)
+        log_->skipped(step_, ": fp16 gradient overflow, update skipped; loss scale " + formatScale(was) + " -> " +
+                                 formatScale(next));
+      setLossScale();
+      skipped_ = true;
+    } else if (!std::isfinite(norm)) {
       if (!o_.skipNonfinite)
         return fail("step " + llvm::Twine(step_) + ": the gradient norm is not finite; stopping");
       if (log_)
         log_->skipped(step_, ": gradient norm not finite, update skipped");
       skipped_ = true;
-    } else {
+    } else if (o_.clipNorm > 0) {
       coef *= clipCoefficient(norm, o_.clipNorm);
     }
+  }
+  if (scaler_ && !skipped_) {
+    scaler_->update(false);
+    setLossScale();
   }
   if (!skipped_ && !std::isfinite(loss_)) {
     if (!o_.skipNonfinite)
@@ -244,10 +275,14 @@ llvm::Error TrainingRun::optimizerStep() {
     skipped_ = true;
   }
   profile_.phase("gradient norm");
-  float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, step_ - 1, o_.steps));
+  // A skipped step advances neither AdamW's step count (its bias correction)
+  // nor the learning-rate schedule, as in torch and DeepSpeed.
+  int64_t update = updates_ + (skipped_ ? 0 : 1);
+  float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, static_cast<int>(update - 1), o_.steps));
   for (StageRun &c : chunks_) // a skipped step still keeps shared weights' copies in step
-    if (auto err = c.step(step_, lr, static_cast<float>(coef), skipped_))
+    if (auto err = c.step(static_cast<int>(update), lr, static_cast<float>(coef), skipped_))
       return err;
+  updates_ = update;
   profile_.phase("optimizer step");
   return llvm::Error::success();
 }

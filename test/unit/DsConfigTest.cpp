@@ -185,14 +185,28 @@ TEST(DsConfig, AdamIsAdamWUnlessAdamWModeIsOff) {
             "\"Adam\")");
 }
 
-TEST(DsConfig, MixedPrecisionIsAnErrorInBothCommands) {
-  for (const DsContext &ctx : {compileCtx(), launchCtx()}) {
-    EXPECT_EQ(errorOf(R"({"fp16": {"enabled": true, "loss_scale": 0}})", ctx),
-              "ds.json: fp16.enabled: mixed precision is not built yet (Partita trains in fp32, and ignoring the key "
-              "would change the math): set it to false");
-    EXPECT_NE(errorOf(R"({"bf16": {"enabled": true}})", ctx).find("bf16.enabled: mixed precision"), std::string::npos);
-  }
-  EXPECT_TRUE(resolved(R"({"fp16": {"enabled": false, "loss_scale": 0}})", compileCtx()).warnings.empty());
+TEST(DsConfig, MixedPrecisionMapsToTheCompileAndLaunchFlags) {
+  // compile: the enabled half type is --precision.
+  auto f = flagsOf(resolved(R"({"fp16": {"enabled": true, "loss_scale": 0}})", compileCtx()));
+  EXPECT_EQ(f["precision"], "fp16");
+  f = flagsOf(resolved(R"({"bf16": {"enabled": true}})", compileCtx()));
+  EXPECT_EQ(f["precision"], "bf16");
+  EXPECT_EQ(flagsOf(resolved(R"({"fp16": {"enabled": false, "loss_scale": 0}})", compileCtx())).count("precision"), 0u);
+  // launch: fp16's loss scaling keys are the loss-scale flags.
+  f = flagsOf(resolved(R"({"fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 12,
+      "loss_scale_window": 500, "hysteresis": 3, "min_loss_scale": 0.5}})", launchCtx()));
+  EXPECT_EQ(f["loss-scale"], "0");
+  EXPECT_EQ(f["initial-scale-power"], "12");
+  EXPECT_EQ(f["loss-scale-window"], "500");
+  EXPECT_EQ(f["hysteresis"], "3");
+  EXPECT_EQ(f["min-loss-scale"], "0.5");
+  EXPECT_EQ(resolved(R"({"fp16": {"enabled": true}})", launchCtx()).precision, "fp16");
+  // Errors name the key.
+  for (const DsContext &ctx : {compileCtx(), launchCtx()})
+    EXPECT_EQ(errorOf(R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})", ctx),
+              "ds.json: bf16.enabled: fp16.enabled enables another half type: enable one");
+  EXPECT_EQ(errorOf(R"({"fp16": {"enabled": true, "hysteresis": 0}})", launchCtx()),
+            "ds.json: fp16.hysteresis: expected an integer >= 1, got 0");
 }
 
 TEST(DsConfig, EachCommandWarnsForItsOwnKeysOnce) {

@@ -1,0 +1,138 @@
+//===- MixedPrecision.cpp - mixed-precision pass --------------------------===//
+//
+// bf16 or fp16 training as Megatron and DeepSpeed run it, on a model graph
+// before add-loss and autodiff: every activation is held in the half type,
+// the loss is computed in fp32 from the half logits, and the weights stay
+// fp32 (the master copy the optimizer updates).
+//
+// Each float32 value a node computes, and each float32 graph input, is
+// rounded through the half type, a pair of casts its readers then read:
+//
+//   %h = Gelu(%x) : f32[..]
+//     →  %h.half = Cast(%h) {to = bf16}   %h.rounded = Cast(%h.half) {to = f32}
+//
+// The compute stays fp32 (the kernels read fp32; the CPU has no half GEMM
+// here), so an op's result is what a half op with fp32 accumulation gives:
+// the rounding is at op boundaries. autodiff differentiates the casts into
+// the same pair on every gradient, so the backward is rounded too, and an
+// fp16 gradient past 65504 overflows to inf as it would on a GPU: what loss
+// scaling (autodiff{loss-scale=1}) and the trainer's overflow check are for.
+// A view or move of values already rounded (Reshape, Transpose, Slice,
+// Gather of activations...) needs no second rounding.
+//
+// Not rounded: weights (an fp32 weight feeds a projection directly, which is
+// what tensor parallelism's annotation recognises) and values made from
+// weights and constants only (a tied head's transposed table). So a projection multiplies half activations by fp32
+// weights; bf16 on a GPU would also round the weight (2^-9 relative).
+//
+// Option: dtype=bf16|fp16 (required).
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/autodiff/GradBuilder.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace partita {
+
+namespace {
+
+/// Ops whose float results are some of their float operands' elements, moved.
+bool movesElements(const Node &n) {
+  return n.is("Reshape") || n.is("Transpose") || n.is("Slice") || n.is("Gather") || n.is("Concat") ||
+         n.is("Split") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Expand") || n.is("Identity") ||
+         n.is("Flatten") || n.is("Tile") || n.is("GatherElements") || n.is("Pad");
+}
+
+class MixedPrecision : public Pass {
+public:
+  llvm::StringRef name() const override { return "mixed-precision"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key != "dtype")
+      return Pass::setOption(key, value);
+    auto t = llvm::StringSwitch<std::optional<DType>>(value)
+                 .Case("bf16", DType::BF16)
+                 .Case("fp16", DType::F16)
+                 .Default(std::nullopt);
+    if (!t)
+      return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
+    half_ = *t;
+    return llvm::Error::success();
+  }
+
+  llvm::Error run(Graph &g) override {
+    if (!half_)
+      return passError(name(), "option dtype (bf16 or fp16) is required");
+    llvm::DenseSet<const Value *> rounded, constant; // constant: made from weights and constants only
+    GradBuilder b(g, "mp");
+    const std::vector<Node *> model = g.nodes(); // not the casts made here
+    for (Value *in : g.inputs())
+      if (in->type().dtype == DType::F32)
+        round(g, b, in, rounded);
+    for (Node *n : model) {
+      if (n->is("Weight")) { // with what is made from weights only (a tied head's transpose): fp32
+        constant.insert(n->output());
+        continue;
+      }
+      bool fromConstants = true, inputsRounded = true;
+      for (const Value *in : n->inputs()) {
+        if (!in)
+          continue;
+        fromConstants &= constant.count(in) > 0;
+        if (in->type().dtype == DType::F32 && !rounded.count(in))
+          inputsRounded = false;
+      }
+      if (n->is("Constant") || fromConstants) {
+        for (const Value *out : n->outputs())
+          constant.insert(out);
+        continue;
+      }
+      bool moved = movesElements(*n) && inputsRounded;
+      for (Value *out : n->outputs()) {
+        if (out->type().dtype != DType::F32)
+          continue;
+        if (moved)
+          rounded.insert(out);
+        else
+          round(g, b, out, rounded);
+      }
+    }
+    if (auto err = b.takeError())
+      return passError(name(), llvm::toString(std::move(err)));
+    return g.sortTopologically();
+  }
+
+private:
+  /// Gives v's readers (graph outputs included) v rounded through the half type.
+  void round(Graph &g, GradBuilder &b, Value *v, llvm::DenseSet<const Value *> &rounded) {
+    std::vector<Node *> readers(v->users().begin(), v->users().end());
+    bool output = g.isGraphOutput(v);
+    if (readers.empty() && !output)
+      return;
+    Value *h = b.op("Cast", {v}, {{"to", Attribute::ofInt(dtypeToOnnx(*half_))}});
+    Value *r = b.op("Cast", {h}, {{"to", Attribute::ofInt(dtypeToOnnx(DType::F32))}});
+    if (!h || !r)
+      return;
+    for (Node *u : readers)
+      for (size_t i = 0; i < u->numInputs(); ++i)
+        if (u->input(i) == v)
+          u->setInput(i, r);
+    if (output)
+      g.replaceGraphOutput(v, r);
+    rounded.insert(r);
+  }
+
+  std::optional<DType> half_;
+};
+
+} // namespace
+
+PassInfo mixedPrecisionPass() {
+  return {"mixed-precision", "Round every activation through bf16 or fp16 (weights stay fp32 masters)",
+          "Before add-loss and autodiff: each float32 value a node computes, and each float32 graph input, "
+          "is read through a Cast to the half type and back, so activations and (after autodiff) gradients "
+          "carry half precision while the compute and the weights stay fp32.",
+          "dtype=bf16|fp16", [] { return std::make_unique<MixedPrecision>(); }};
+}
+
+} // namespace partita

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""bf16 and fp16 training track fp32 for 50 AdamW steps, within a bound from the precision.
+
+Compiles FIXTURE three times (`--precision fp32|bf16|fp16`, the same COMPILE_FLAGS), trains
+each on the same batches for 50 steps on N ranks, and compares every step's loss with the
+fp32 run's:
+
+  |loss_half - loss_fp32| / loss_fp32 <= 4 u   at every step,
+
+u being the half type's unit roundoff (2^-8 for bf16's 8-bit significand, 2^-11 for fp16's
+11-bit one): each activation and gradient is rounded once per op (relative error <= u); the
+loss, a mean over many tokens, averages those errors out, and four of them is the room left for
+the rounding to compound through the layers and to move the 50-step trajectory (measured on the
+GPT fixture: 0.5 u for bf16, 1.2 u for fp16). The bound must also be met for a reason: the half runs must differ from
+fp32 (a precision flag that rounded nothing would pass it trivially), bf16 by more than fp16
+(the coarser type), and all three must learn (final loss 1% below the first at least; random tokens: ln 64 is the floor).
+
+Usage: check_mixed_precision.py PARTITA FIXTURE.onnx WORK_DIR RANKS [COMPILE_FLAG...]
+"""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+partita, fixture, work, ranks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+flags = sys.argv[5:]
+STEPS, B, T, LR, VOCAB = 50, 2, 16, 1e-2, 64
+UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}
+
+shutil.rmtree(work, ignore_errors=True)  # this test's own folder
+os.makedirs(work)
+tokens = os.path.join(work, "tokens.npy")
+np.save(tokens, np.random.default_rng(0).integers(0, VOCAB, 4000).astype(np.int64))
+
+
+def train(precision):
+    compiled, out = os.path.join(work, precision), os.path.join(work, precision + ".run")
+    subprocess.run([partita, "compile", fixture, "--train", "--precision", precision, *flags, "-o", compiled],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([partita, "launch", "-n", str(ranks), compiled, "--steps", str(STEPS), "--data", tokens,
+                    "--batch", str(B), "--seq", str(T), "--lr", str(LR), "--threads", "1",
+                    "--output-dir", out], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "loss.csv")) as f:
+        rows = list(csv.DictReader(f))
+    if [int(r["step"]) for r in rows] != list(range(1, STEPS + 1)):
+        sys.exit(f"FAIL {precision}: loss.csv lacks steps (a skipped step?): {[r['step'] for r in rows]}")
+    return np.array([float(r["loss"]) for r in rows])
+
+
+losses = {p: train(p) for p in ("fp32", "bf16", "fp16")}
+failed = 0
+deviation = {}
+for p in ("bf16", "fp16"):
+    rel = np.abs(losses[p] - losses["fp32"]) / losses["fp32"]
+    deviation[p] = rel.max()
+    bound = 4 * UNIT_ROUNDOFF[p]
+    worst = int(rel.argmax()) + 1
+    ok = rel.max() <= bound
+    failed += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {p}: largest relative loss deviation from fp32 {rel.max():.2e} "
+          f"(step {worst}: {losses[p][worst - 1]:.6f} vs {losses['fp32'][worst - 1]:.6f}), bound 4u = {bound:.2e}")
+for p, least in (("bf16", 1e-4), ("fp16", 1e-6)):
+    ok = deviation[p] > least
+    failed += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {p} differs from fp32 (largest deviation {deviation[p]:.2e} > {least:g})")
+ok = deviation["bf16"] > deviation["fp16"]
+failed += not ok
+print(f"{'PASS' if ok else 'FAIL'} bf16 deviates more than fp16 ({deviation['bf16']:.2e} > {deviation['fp16']:.2e})")
+for p, l in losses.items():
+    ok = l[-1] < 0.99 * l[0]
+    failed += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {p} learns: loss {l[0]:.4f} -> {l[-1]:.4f}")
+sys.exit(1 if failed else 0)
