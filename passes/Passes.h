@@ -38,5 +38,6 @@ PassInfo assignStagesPass();
 PassInfo recomputePass();
 PassInfo copySharedWeightsPass();
 PassInfo mixedPrecisionPass();
+PassInfo saveHalfActivationsPass();
 
 } // namespace partita

@@ -8,6 +8,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/CommunicatorFactory.h"
 #include "runtime/comm/Watchdog.h"
+#include "compiler/ir/Tensor.h"
 #include <algorithm>
 #include <mpi.h>
 #include <vector>
@@ -17,16 +18,61 @@ namespace partita::rt {
 namespace {
 MPI_Comm &asComm(void *&p) { return *reinterpret_cast<MPI_Comm *>(&p); }
 
+// 16-bit floats (mixed precision's bf16 / fp16) travel as MPI types of their
+// own, two bytes each, which MPI moves as they are; a sum or max of them is a
+// user op that computes each element in float32 and rounds the result, as
+// NCCL reduces bf16 and fp16.
+struct HalfTypes {
+  MPI_Datatype bf16 = MPI_DATATYPE_NULL, f16 = MPI_DATATYPE_NULL;
+  MPI_Op sum = MPI_OP_NULL, max = MPI_OP_NULL;
+};
+
+template <bool Max> void reduceHalves(void *in, void *inout, int *len, MPI_Datatype *type);
+
+const HalfTypes &halfTypes() { // made on first use (MPI is initialised by then), freed by MPI_Finalize
+  static HalfTypes t = [] {
+    HalfTypes h;
+    MPI_Type_contiguous(1, MPI_UINT16_T, &h.bf16);
+    MPI_Type_commit(&h.bf16);
+    MPI_Type_contiguous(1, MPI_UINT16_T, &h.f16);
+    MPI_Type_commit(&h.f16);
+    MPI_Op_create(&reduceHalves<false>, /*commute=*/1, &h.sum);
+    MPI_Op_create(&reduceHalves<true>, /*commute=*/1, &h.max);
+    return h;
+  }();
+  return t;
+}
+
+template <bool Max> void reduceHalves(void *in, void *inout, int *len, MPI_Datatype *type) {
+  bool bf16 = *type == halfTypes().bf16;
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = bf16 ? bf16ToFloat(a[i]) : halfToFloat(a[i]), y = bf16 ? bf16ToFloat(b[i]) : halfToFloat(b[i]);
+    float r = Max ? std::max(x, y) : x + y;
+    b[i] = bf16 ? floatToBf16(r) : floatToHalf(r);
+  }
+}
+
 llvm::Expected<MPI_Datatype> mpiType(DType t) {
   switch (t) {
   case DType::F32: return MPI_FLOAT;
   case DType::F64: return MPI_DOUBLE;
   case DType::I64: return MPI_INT64_T;
   case DType::I32: return MPI_INT32_T;
+  case DType::BF16: return halfTypes().bf16;
+  case DType::F16: return halfTypes().f16;
   default:
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "MPI collectives do not support element type " + dtypeName(t));
   }
+}
+
+MPI_Op mpiOp(Communicator::ReduceOp op, DType t) {
+  bool max = op == Communicator::ReduceOp::Max;
+  if (t == DType::BF16 || t == DType::F16)
+    return max ? halfTypes().max : halfTypes().sum;
+  return max ? MPI_MAX : MPI_SUM;
 }
 
 llvm::Error check(int rc, const char *what) {
@@ -113,8 +159,7 @@ llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, Red
     return t.takeError();
   recordTraffic(Moved::AllReduce, static_cast<double>(count * dtypeSize(dtype)));
   return collective(static_cast<int>(CommOp::AllReduce), "MPI_Allreduce", [&] {
-    return MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
-                         asComm(comm_));
+    return MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, mpiOp(op, dtype), asComm(comm_));
   });
 }
 
@@ -134,7 +179,8 @@ llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t 
     return t.takeError();
   recordTraffic(Moved::ReduceScatter, static_cast<double>(count * dtypeSize(dtype)) * size_);
   return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
-    return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_));
+    return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, mpiOp(ReduceOp::Sum, dtype),
+                                    asComm(comm_));
   });
 }
 
@@ -209,7 +255,7 @@ llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DTy
     return t.takeError();
   recordTraffic(Moved::AllReduce, static_cast<double>(count * dtypeSize(dtype)));
   auto p = pending(static_cast<int>(CommOp::AllReduce));
-  int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count), *t, mpiOp(op, dtype),
                           asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Iallreduce");
 }
@@ -231,7 +277,8 @@ llvm::Expected<int> MpiCommunicator::startReduceScatter(const void *send, void *
     return t.takeError();
   recordTraffic(Moved::ReduceScatter, static_cast<double>(count * dtypeSize(dtype)) * size_);
   auto p = pending(static_cast<int>(CommOp::ReduceScatter));
-  int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), *t, MPI_SUM, asComm(comm_), &p->request);
+  int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), *t, mpiOp(ReduceOp::Sum, dtype),
+                                     asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Ireduce_scatter_block");
 }
 

@@ -2,11 +2,13 @@
 // comes from the factory by name, every collective and its non-blocking form
 // meet the same closed forms as the mock's (test/unit/CollectiveFormulas),
 // and a started all-reduce that a rank has not joined times out naming it,
-// stays pending, and completes once the rank joins; the watchdog lets late
+// stays pending, and completes once the rank joins; 16-bit floats sum and
+// gather; the watchdog lets late
 // members into a collective that a quiet member has left or is blocked in.
 #include "../unit/CollectiveFormulas.h"
 #include "runtime/comm/CommunicatorFactory.h"
 #include "runtime/comm/Watchdog.h"
+#include "compiler/ir/Tensor.h"
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <chrono>
@@ -56,6 +58,27 @@ TEST(MpiCommunicator, AStartedAllReduceTimesOutNamingTheAbsentRanks) {
     EXPECT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
   }
   EXPECT_EQ(value, n);
+}
+
+// Mixed precision's 16-bit floats: an all-reduce sums them (in float32, then
+// rounded: these sums are exact) and an all-gather moves their bytes.
+TEST(MpiCommunicator, HalfFloatsSumAndGather) {
+  int n = world->size(), r = world->rank();
+  for (DType t : {DType::BF16, DType::F16}) {
+    auto half = [t](float v) { return t == DType::BF16 ? partita::floatToBf16(v) : partita::floatToHalf(v); };
+    auto wide = [t](uint16_t v) { return t == DType::BF16 ? partita::bf16ToFloat(v) : partita::halfToFloat(v); };
+    std::vector<uint16_t> v{half(0.25f * static_cast<float>(r + 1)), half(-2.0f), half(static_cast<float>(r))};
+    ASSERT_FALSE(static_cast<bool>(world->allReduce(v.data(), v.size(), t)));
+    EXPECT_EQ(wide(v[0]), 0.25f * static_cast<float>(n * (n + 1) / 2)) << dtypeName(t).str();
+    EXPECT_EQ(wide(v[1]), -2.0f * static_cast<float>(n)) << dtypeName(t).str();
+    std::vector<uint16_t> mine{half(static_cast<float>(r) + 0.5f)}, all(static_cast<size_t>(n));
+    ASSERT_FALSE(static_cast<bool>(world->allGather(mine.data(), all.data(), 1, t)));
+    for (int k = 0; k < n; ++k)
+      EXPECT_EQ(wide(all[static_cast<size_t>(k)]), static_cast<float>(k) + 0.5f) << dtypeName(t).str();
+    std::vector<uint16_t> top{half(static_cast<float>(r))};
+    ASSERT_FALSE(static_cast<bool>(world->allReduce(top.data(), 1, t, rt::Communicator::ReduceOp::Max)));
+    EXPECT_EQ(wide(top[0]), static_cast<float>(n - 1)) << dtypeName(t).str();
+  }
 }
 
 // The arrival table directly (Watchdog.h): rank 0 enters a collective of a

@@ -14,10 +14,14 @@ the rounding to compound through the layers and to move the 50-step trajectory (
 GPT fixture: 0.5 u for bf16, 1.2 u for fp16). The bound must also be met for a reason: the half runs must differ from
 fp32 (a precision flag that rounded nothing would pass it trivially), bf16 by more than fp16
 (the coarser type), and all three must learn (final loss 1% below the first at least; random tokens: ln 64 is the floor).
+The half runs must also save what the backward reads in the half type: the bytes of rank 0's
+saved activations (plan.json: its forward program's outputs named in schedule.saved) at most
+0.6 of fp32's (half, plus the fp32 loss's values and what else stays fp32).
 
 Usage: check_mixed_precision.py PARTITA FIXTURE.onnx WORK_DIR RANKS [COMPILE_FLAG...]
 """
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -50,8 +54,25 @@ def train(precision):
     return np.array([float(r["loss"]) for r in rows])
 
 
+DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
+
+
+def saved_bytes(precision):
+    with open(os.path.join(work, precision, "plan.json")) as f:
+        plan = json.load(f)
+    saved = set(plan["schedule"]["saved"])
+    forward = next(io for name, io in plan["program_io"].items() if name.startswith("rank0/forward"))
+    return sum(DTYPE_BYTES[o["dtype"]] * int(np.prod(o["shape"])) for o in forward["outputs"] if o["name"] in saved)
+
+
 losses = {p: train(p) for p in ("fp32", "bf16", "fp16")}
 failed = 0
+for p in ("bf16", "fp16"):
+    ratio = saved_bytes(p) / saved_bytes("fp32")
+    ok = ratio <= 0.6
+    failed += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {p} saves {saved_bytes(p)} bytes of activations per micro-batch on rank 0, "
+          f"{ratio:.2f} of fp32's {saved_bytes('fp32')}")
 deviation = {}
 for p in ("bf16", "fp16"):
     rel = np.abs(losses[p] - losses["fp32"]) / losses["fp32"]

@@ -1,5 +1,6 @@
 // RUN: partita-opt %s --split-input-file --passes='mixed-precision{dtype=bf16}' | FileCheck %s
 // RUN: partita-opt %S/Inputs/mixed-precision-loss.pir --passes='mixed-precision{dtype=fp16},autodiff{loss-scale=1}' | FileCheck %s --check-prefix=GRAD
+// RUN: partita-opt %S/Inputs/mixed-precision-loss.pir --passes='mixed-precision{dtype=bf16},autodiff,save-half-activations' | FileCheck %s --check-prefix=SAVE
 // RUN: not partita-opt %s --split-input-file --passes='mixed-precision{dtype=fp8}' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not partita-opt %s --split-input-file --passes='mixed-precision' 2>&1 | FileCheck %s --check-prefix=NODTYPE
 
@@ -47,3 +48,10 @@ graph @mlp(%x: f32[2,8], %ids: i64[2]) opset 17 {
 // GRAD-NEXT: %[[DHH:.*]] = Cast(%[[DH]]) {program = "backward", to = 10} : f16[2,4]
 // GRAD-NEXT: %[[DHR:.*]] = Cast(%[[DHH]]) {program = "backward", to = 1} : f32[2,4]
 // GRAD: MatMul({{.*}}, %[[DHR]]) {program = "backward"} : f32[8,4]
+
+// save-half-activations: the weight gradient's product reads the input as the
+// backward's own widening of the bf16 value, so the forward saves bf16.
+// SAVE: %[[XH:.*]] = Cast(%x) {to = 16} : bf16[2,8]
+// SAVE: %[[W:.*]] = Cast(%[[XH]]) {program = "backward", to = 1} : f32[2,8]
+// SAVE-NEXT: %[[T:.*]] = Transpose(%[[W]]) {perm = [1, 0], program = "backward"} : f32[8,2]
+// SAVE-NEXT: MatMul(%[[T]], {{.*}}) {program = "backward"} : f32[8,4]

@@ -1,0 +1,133 @@
+//===- SaveHalfActivations.cpp - save-half-activations pass ---------------===//
+//
+// Under mixed precision (passes/MixedPrecision.cpp) a forward value is read
+// as the second of two casts, %r = Cast(%h) {to = f32} of %h = Cast(%v)
+// {to = bf16}. When the backward reads %r, the forward would save %r, in
+// float32, between a micro-batch's forward and its backward. This pass, on
+// the training graph after autodiff, gives the backward its own
+// Cast(%h) {to = f32}, so what is saved is %h, in the half type: half the
+// bytes, and the same values (the cast back is exact).
+//
+//   %h = Cast(%v) {to = 16}   %r = Cast(%h) {to = 1}   %d = Mul(%g, %r) {program = "backward"}
+//     →  %r.backward = Cast(%h) {to = 1, program = "backward"}   %d = Mul(%g, %r.backward) ...
+//
+// Two more cases read half values the same way:
+//  * the backward reading %v itself (an op's grad rule reads its own result:
+//    Softmax's, a product's operands) reads %h's widening: the value a half
+//    program would have kept;
+//  * a value that only moves rounded elements (the head reshapes and
+//    transposes of q, k, v) gets a cast to the half type in the forward,
+//    which is what is saved, and the backward widens it back.
+// Each copy keeps the original's other attributes (a pipeline stage).
+//===----------------------------------------------------------------------===//
+#include "passes/AddOptimizer.h"
+#include "passes/Passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace partita {
+
+namespace {
+
+bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
+bool isForward(const Node &n) {
+  return !n.is("Weight") && !n.is("Constant") && n.stringAttr(kProgramAttr, "").empty();
+}
+bool isBackward(const Node &n) { return n.stringAttr(kProgramAttr, "") == optimizer_io::kBackward; }
+
+/// %r = Cast(%h) {to = f32} of a half value, in the forward.
+bool widensHalf(const Node &n) {
+  return n.is("Cast") && n.numInputs() == 1 && n.input(0) && isHalf(n.input(0)->type().dtype) &&
+         n.output()->type().dtype == DType::F32 && isForward(n);
+}
+
+/// Ops whose float results are some of their float operands' elements, moved
+/// (MixedPrecision.cpp leaves their results unrounded for that reason).
+bool movesElements(const Node &n) {
+  return n.is("Reshape") || n.is("Transpose") || n.is("Slice") || n.is("Gather") || n.is("Concat") ||
+         n.is("Split") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Expand") || n.is("Identity") ||
+         n.is("Flatten") || n.is("Tile") || n.is("GatherElements") || n.is("Pad");
+}
+
+class SaveHalfActivations : public Pass {
+public:
+  llvm::StringRef name() const override { return "save-half-activations"; }
+
+  llvm::Error run(Graph &g) override {
+    const std::vector<Node *> nodes = g.nodes();
+    llvm::DenseMap<const Value *, Value *> halfOf; // a forward f32 value -> a half value holding it exactly
+    llvm::DenseSet<const Value *> rounded;        // forward f32 values whose elements are half values
+    for (Node *n : nodes) {
+      if (!isForward(*n))
+        continue;
+      if (widensHalf(*n)) {
+        rounded.insert(n->output());
+        halfOf[n->output()] = n->input(0);
+        Node *narrow = n->input(0)->definingNode(); // %h = Cast(%v): %v, as the backward reads it, is %h too
+        if (narrow && narrow->is("Cast") && narrow->input(0) && narrow->input(0)->type().dtype == DType::F32)
+          halfOf.try_emplace(narrow->input(0), n->input(0));
+        continue;
+      }
+      bool moved = movesElements(*n);
+      for (const Value *in : n->inputs())
+        if (in && in->type().dtype == DType::F32 && !rounded.count(in))
+          moved = false;
+      if (moved)
+        for (const Value *out : n->outputs())
+          if (out->type().dtype == DType::F32)
+            rounded.insert(out);
+    }
+    DType half = DType::BF16;
+    for (const auto &entry : halfOf)
+      half = entry.second->type().dtype;
+    for (Node *n : nodes) {
+      if (!isForward(*n))
+        continue;
+      for (Value *v : n->outputs()) {
+        std::vector<Node *> readers;
+        for (Node *u : v->users())
+          if (isBackward(*u))
+            readers.push_back(u);
+        if (readers.empty() || v->type().dtype != DType::F32)
+          continue;
+        Value *h = halfOf.lookup(v);
+        if (!h && rounded.count(v)) // saved as a cast of its own
+          h = castOf(g, *n, v, half, /*backward=*/false);
+        if (!h)
+          continue;
+        Value *wide = castOf(g, *n, h, DType::F32, /*backward=*/true);
+        for (Node *u : readers)
+          for (size_t i = 0; i < u->numInputs(); ++i)
+            if (u->input(i) == v)
+              u->setInput(i, wide);
+      }
+    }
+    return g.sortTopologically();
+  }
+
+private:
+  /// Cast(v) to `to`, in the forward or the backward, on `like`'s stage.
+  static Value *castOf(Graph &g, const Node &like, Value *v, DType to, bool backward) {
+    std::string name = v->name() + (backward ? ".widened" : ".saved");
+    Node *c = g.createNode("Cast", {v}, {name});
+    for (const auto &[k, a] : like.attrs())
+      if (k == kStageAttr)
+        c->setAttr(k, a);
+    c->setAttr("to", Attribute::ofInt(dtypeToOnnx(to)));
+    if (backward)
+      c->setAttr(kProgramAttr, Attribute::ofString(optimizer_io::kBackward));
+    c->output()->type() = TensorType{to, v->type().shape, true};
+    return c->output();
+  }
+};
+
+} // namespace
+
+PassInfo saveHalfActivationsPass() {
+  return {"save-half-activations", "Save half-precision activations for the backward, not their fp32 casts",
+          "After autodiff under mixed precision: the backward reads each saved activation through a cast of "
+          "its own from the half value, so the forward saves half values (half the bytes).",
+          "", [] { return std::make_unique<SaveHalfActivations>(); }};
+}
+
+} // namespace partita
