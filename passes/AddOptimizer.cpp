@@ -74,10 +74,14 @@ public:
       Value *wv = g.findValue(w);
       if (!wv || !wv->definingNode() || !wv->definingNode()->is("Weight"))
         return passError(name(), "gradient output %" + out->name() + " has no weight named '" + w + "'");
-      if (wv->type().dtype != DType::F32 || out->type() != wv->type())
+      // A half gradient (mixed precision's, half-gradients) is widened as the runtime accumulates it.
+      DType gt = out->type().dtype;
+      if (wv->type().dtype != DType::F32 || out->type().shape != wv->type().shape ||
+          (gt != DType::F32 && gt != DType::BF16 && gt != DType::F16))
         return passError(name(), "gradient output %" + out->name() + " is " + out->type().str() + ", weight %" +
                                      w + " is " + wv->type().str() +
-                                     ": AdamW here updates f32 weights with an f32 gradient of their shape");
+                                     ": AdamW here updates f32 weights with an f32 (or bf16, fp16) gradient of "
+                                     "their shape");
       weights.push_back(wv);
     }
     if (weights.empty())

@@ -13,7 +13,7 @@ void registerAllPasses() {
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
                              insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass,
                              classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass,
-                             copySharedWeightsPass, mixedPrecisionPass, saveHalfActivationsPass})
+                             copySharedWeightsPass, mixedPrecisionPass, saveHalfActivationsPass, halfGradientsPass})
     PassRegistry::get().add(make());
 }
 

@@ -39,5 +39,6 @@ PassInfo recomputePass();
 PassInfo copySharedWeightsPass();
 PassInfo mixedPrecisionPass();
 PassInfo saveHalfActivationsPass();
+PassInfo halfGradientsPass();
 
 } // namespace partita

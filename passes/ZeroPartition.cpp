@@ -207,7 +207,7 @@ private:
     Node *n = g.createNode("FlattenShards", {x}, {x->name() + ".flat"}, "partita");
     setBlocks(n, f);
     n->setAttr("length", Attribute::ofInt(f.length));
-    n->output()->type() = f.type;
+    n->output()->type() = TensorType{x->type().dtype, f.type.shape, true}; // a half gradient stays half
     n->output()->sharding() = f.perBlock;
     if (x->sharding()) // a partial sum stays one (the padding adds zeros)
       n->output()->sharding()->partial = x->sharding()->partial;

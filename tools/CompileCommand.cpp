@@ -369,7 +369,8 @@ static llvm::Error compile(llvm::StringRef dir) {
                (pp > 1 ? assignStages() + ",copy-shared-weights," : "") +
                (precision == "fp16" ? "autodiff{loss-scale=1}," : "autodiff,") +
                (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") +
-               (precision != "fp32" ? "save-half-activations," : "") + "remove-identity,cse,dce";
+               (precision != "fp32" ? "save-half-activations,half-gradients{dtype=" + precision + "}," : "") +
+               "remove-identity,cse,dce";
   } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
     pipeline += ",classify-parameters";
   }

@@ -181,10 +181,13 @@ private:
     void *buf = ctx.outputs[0].data;
     size_t count = ctx.outputs[0].numel();
     inPlace_ = ctx.outputs.size() > 1 && backToBack(ctx.outputs);
-    if (ctx.inputs.size() == 1 || ctx.deferReductions || inPlace_) {
+    // Only float sums defer (the accumulator's addends are float32; a half
+    // gradient is reduced every micro-batch and widened as it is summed).
+    bool defer = ctx.deferReductions && dt == DType::F32;
+    if (ctx.inputs.size() == 1 || defer || inPlace_) {
       for (size_t i = 0; i < ctx.inputs.size(); ++i)
         pack(ctx, i, ctx.outputs[i].data);
-      if (ctx.deferReductions) // this rank's partial sums, reduced with a later micro-batch's
+      if (defer) // this rank's partial sums, reduced with a later micro-batch's
         return llvm::Error::success();
       for (size_t i = 1; inPlace_ && i < ctx.outputs.size(); ++i)
         count += ctx.outputs[i].numel();

@@ -307,7 +307,8 @@ const Program::Step *Program::producerOf(llvm::StringRef output) const {
 
 bool Program::reducedAsync(llvm::StringRef output) const {
   const Step *step = producerOf(output); // an async all-reduce; a reduce-scatter defers inside, if at all
-  return step && step->kernel->isAsync() && step->node->is("AllReduce", "partita");
+  return step && step->kernel->isAsync() && step->node->is("AllReduce", "partita") &&
+         step->node->output(0)->type().dtype == DType::F32; // the addends are float sums
 }
 
 bool Program::deferredInside(llvm::StringRef output) const {

@@ -65,20 +65,27 @@ void GradientAccumulator::afterLoss(int64_t micro, const std::vector<TensorView>
 }
 
 llvm::Error GradientAccumulator::checkSizes(const std::vector<TensorView> &outputs) const {
-  for (size_t i = 0; i < names_.size(); ++i)
+  for (size_t i = 0; i < names_.size(); ++i) {
+    DType t = outputIndex_[i] < outputs.size() ? outputs[outputIndex_[i]].dtype : DType::F32;
     if (outputIndex_[i] >= outputs.size() || outputs[outputIndex_[i]].numel() != numel_[i] ||
-        outputs[outputIndex_[i]].dtype != DType::F32)
+        (t != DType::F32 && t != DType::BF16 && t != DType::F16))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "the gradient program's output " + names_[i] + " is not the f32[" + std::to_string(numel_[i]) +
-              "] the step program reads: the plan's programs do not fit together (recompile)");
+              "] (or bf16, fp16) the step program reads: the plan's programs do not fit together (recompile)");
+  }
   return llvm::Error::success();
 }
 
 void GradientAccumulator::afterGradients(int64_t micro, const std::vector<TensorView> &outputs) {
   bool last = micro + 1 == micro_;
   for (size_t i = 0; i < names_.size(); ++i) {
-    float *g = static_cast<float *>(outputs[outputIndex_[i]].data);
+    const TensorView &out = outputs[outputIndex_[i]];
+    if (out.dtype != DType::F32) { // a half gradient (mixed precision), widened as it is summed
+      addHalf(i, micro, out);
+      continue;
+    }
+    float *g = static_cast<float *>(out.data);
     if (micro_ == 1 || ((deferred_[i] || heldInside_[i]) && last)) { // complete: the program's own result
       grads_[i] = g;
       continue;
@@ -96,6 +103,26 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
     for (int64_t k = 0; k < n; ++k)
       acc[k] += g[k];
   }
+}
+
+void GradientAccumulator::addHalf(size_t i, int64_t micro, const TensorView &out) {
+  if (sums_.size() < names_.size()) // one micro-batch: no sums were made for float gradients
+    sums_.resize(names_.size());
+  std::vector<float> &acc = sums_[i];
+  if (acc.empty()) { // a half gradient is always summed here, one micro-batch too
+    acc.resize(static_cast<size_t>(numel_[i]));
+    sumsCharge_.resize(sumsCharge_.bytes() + acc.size() * sizeof(float));
+  }
+  const auto *h = static_cast<const uint16_t *>(out.data);
+  bool bf16 = out.dtype == DType::BF16, first = micro == 0;
+  int64_t n = numel_[i];
+  float *a = acc.data();
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t k = 0; k < n; ++k) {
+    float v = bf16 ? bf16ToFloat(h[k]) : halfToFloat(h[k]);
+    a[k] = first ? v : a[k] + v;
+  }
+  grads_[i] = a;
 }
 
 } // namespace partita::rt

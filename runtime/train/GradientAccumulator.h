@@ -56,6 +56,8 @@ public:
 private:
   GradientAccumulator(Program *loss, Program &gradients, std::vector<std::string> gradOutputs,
                       std::vector<int64_t> numel, int64_t microBatches);
+  /// Parameter i's half gradient of micro-batch `micro`, widened into its float sum.
+  void addHalf(size_t i, int64_t micro, const TensorView &out);
 
   Program *lossProgram_;
   Program &program_;

@@ -1,0 +1,74 @@
+//===- HalfGradients.cpp - half-gradients pass ----------------------------===//
+//
+// Mixed precision's weight gradients in the half type, as a GPU's half
+// backward leaves them: on the training graph after autodiff, each gradient
+// output grad.<w> (float32, from half activations and half output
+// gradients) becomes its rounding to bf16 or fp16. What the data-parallel
+// passes then place on it (the all-reduce over dp, ZeRO's reduce-scatter)
+// moves the half type: half the bytes. The runtime widens it to float32 as it
+// accumulates the micro-batches' gradients; the optimizer reads float32 (the
+// master weights' update, as DeepSpeed's fp32 gradient partition).
+//
+//   %grad.w = Identity(%t) {program = "backward"} : f32[8,4]
+//     →  %grad.w.f32 = Identity(%t) ...   %grad.w = Cast(%grad.w.f32) {to = 16, program = "backward"} : bf16[8,4]
+//
+// Option: dtype=bf16|fp16 (required).
+//===----------------------------------------------------------------------===//
+#include "passes/AddOptimizer.h"
+#include "passes/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace partita {
+
+namespace {
+
+class HalfGradients : public Pass {
+public:
+  llvm::StringRef name() const override { return "half-gradients"; }
+
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key != "dtype")
+      return Pass::setOption(key, value);
+    half_ = llvm::StringSwitch<std::optional<DType>>(value)
+                .Case("bf16", DType::BF16)
+                .Case("fp16", DType::F16)
+                .Default(std::nullopt);
+    if (!half_)
+      return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
+    return llvm::Error::success();
+  }
+
+  llvm::Error run(Graph &g) override {
+    if (!half_)
+      return passError(name(), "option dtype (bf16 or fp16) is required");
+    std::vector<Value *> grads;
+    for (Value *out : g.outputs())
+      if (llvm::StringRef(out->name()).startswith("grad.") && out->type().dtype == DType::F32)
+        grads.push_back(out);
+    for (Value *grad : grads) {
+      std::string name = grad->name();
+      Node *c = g.createNode("Cast", {grad}, {name + ".f32"}); // names swap: the f32 value is grad.<w>.f32
+      c->setAttr("to", Attribute::ofInt(dtypeToOnnx(*half_)));
+      c->setAttr(kProgramAttr, Attribute::ofString(optimizer_io::kBackward));
+      if (const Node *d = grad->definingNode(); d && d->hasAttr(kStageAttr))
+        c->setAttr(kStageAttr, *d->attr(kStageAttr));
+      c->output()->type() = TensorType{*half_, grad->type().shape, true};
+      g.replaceGraphOutput(grad, c->output()); // the output keeps its name, grad.<w>
+    }
+    return g.sortTopologically();
+  }
+
+private:
+  std::optional<DType> half_;
+};
+
+} // namespace
+
+PassInfo halfGradientsPass() {
+  return {"half-gradients", "Round the weight gradients (grad.<w> outputs) to bf16 or fp16",
+          "After autodiff under mixed precision: each float32 graph output grad.<w> becomes its cast to the "
+          "half type, so the data-parallel reductions placed on it move half the bytes.",
+          "dtype=bf16|fp16", [] { return std::make_unique<HalfGradients>(); }};
+}
+
+} // namespace partita
