@@ -15,8 +15,8 @@
 // Option: dtype=bf16|fp16 (required).
 //===----------------------------------------------------------------------===//
 #include "passes/AddOptimizer.h"
+#include "passes/MixedPrecision.h"
 #include "passes/Passes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 namespace partita {
 
@@ -29,10 +29,7 @@ public:
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key != "dtype")
       return Pass::setOption(key, value);
-    half_ = llvm::StringSwitch<std::optional<DType>>(value)
-                .Case("bf16", DType::BF16)
-                .Case("fp16", DType::F16)
-                .Default(std::nullopt);
+    half_ = parseHalfType(value);
     if (!half_)
       return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
     return llvm::Error::success();

@@ -27,21 +27,14 @@
 //
 // Option: dtype=bf16|fp16 (required).
 //===----------------------------------------------------------------------===//
+#include "passes/MixedPrecision.h"
 #include "passes/Passes.h"
 #include "passes/autodiff/GradBuilder.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringSwitch.h"
 
 namespace partita {
 
 namespace {
-
-/// Ops whose float results are some of their float operands' elements, moved.
-bool movesElements(const Node &n) {
-  return n.is("Reshape") || n.is("Transpose") || n.is("Slice") || n.is("Gather") || n.is("Concat") ||
-         n.is("Split") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Expand") || n.is("Identity") ||
-         n.is("Flatten") || n.is("Tile") || n.is("GatherElements") || n.is("Pad");
-}
 
 class MixedPrecision : public Pass {
 public:
@@ -50,10 +43,7 @@ public:
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key != "dtype")
       return Pass::setOption(key, value);
-    auto t = llvm::StringSwitch<std::optional<DType>>(value)
-                 .Case("bf16", DType::BF16)
-                 .Case("fp16", DType::F16)
-                 .Default(std::nullopt);
+    auto t = parseHalfType(value);
     if (!t)
       return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
     half_ = *t;

@@ -21,6 +21,7 @@
 // Each copy keeps the original's other attributes (a pipeline stage).
 //===----------------------------------------------------------------------===//
 #include "passes/AddOptimizer.h"
+#include "passes/MixedPrecision.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -29,7 +30,6 @@ namespace partita {
 
 namespace {
 
-bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 bool isForward(const Node &n) {
   return !n.is("Weight") && !n.is("Constant") && n.stringAttr(kProgramAttr, "").empty();
 }
@@ -37,16 +37,8 @@ bool isBackward(const Node &n) { return n.stringAttr(kProgramAttr, "") == optimi
 
 /// %r = Cast(%h) {to = f32} of a half value, in the forward.
 bool widensHalf(const Node &n) {
-  return n.is("Cast") && n.numInputs() == 1 && n.input(0) && isHalf(n.input(0)->type().dtype) &&
+  return n.is("Cast") && n.numInputs() == 1 && n.input(0) && isHalfFloat(n.input(0)->type().dtype) &&
          n.output()->type().dtype == DType::F32 && isForward(n);
-}
-
-/// Ops whose float results are some of their float operands' elements, moved
-/// (MixedPrecision.cpp leaves their results unrounded for that reason).
-bool movesElements(const Node &n) {
-  return n.is("Reshape") || n.is("Transpose") || n.is("Slice") || n.is("Gather") || n.is("Concat") ||
-         n.is("Split") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Expand") || n.is("Identity") ||
-         n.is("Flatten") || n.is("Tile") || n.is("GatherElements") || n.is("Pad");
 }
 
 class SaveHalfActivations : public Pass {
