@@ -169,6 +169,10 @@ int inspectMain() {
     return reportError(tool, plan.takeError());
   auto &os = llvm::outs();
   os << "plan: " << plan->mesh.str() << ", " << plan->worldSize() << " ranks\n";
+  if (plan->precision != "fp32")
+    os << "precision: " << plan->precision << " activations and gradients (saved and communicated in "
+       << plan->precision << "), fp32 compute, fp32 master weights and AdamW moments"
+       << (plan->precision == "fp16" ? "; loss scaling at launch" : "") << "\n";
   for (const auto &[axis, gs] : plan->groups) {
     os << "  groups along " << axis << ":";
     for (const auto &g : gs) {
