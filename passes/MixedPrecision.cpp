@@ -29,7 +29,6 @@
 //===----------------------------------------------------------------------===//
 #include "passes/MixedPrecision.h"
 #include "passes/Passes.h"
-#include "passes/autodiff/GradBuilder.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace partita {
@@ -54,11 +53,10 @@ public:
     if (!half_)
       return passError(name(), "option dtype (bf16 or fp16) is required");
     llvm::DenseSet<const Value *> rounded, constant; // constant: made from weights and constants only
-    GradBuilder b(g, "mp");
     const std::vector<Node *> model = g.nodes(); // not the casts made here
     for (Value *in : g.inputs())
       if (in->type().dtype == DType::F32)
-        round(g, b, in, rounded);
+        round(g, in, rounded);
     for (Node *n : model) {
       if (n->is("Weight")) { // with what is made from weights only (a tied head's transpose): fp32
         constant.insert(n->output());
@@ -84,25 +82,31 @@ public:
         if (moved)
           rounded.insert(out);
         else
-          round(g, b, out, rounded);
+          round(g, out, rounded);
       }
     }
-    if (auto err = b.takeError())
-      return passError(name(), llvm::toString(std::move(err)));
     return g.sortTopologically();
   }
 
 private:
   /// Gives v's readers (graph outputs included) v rounded through the half type.
-  void round(Graph &g, GradBuilder &b, Value *v, llvm::DenseSet<const Value *> &rounded) {
+  void round(Graph &g, Value *v, llvm::DenseSet<const Value *> &rounded) {
     std::vector<Node *> readers(v->users().begin(), v->users().end());
     bool output = g.isGraphOutput(v);
     if (readers.empty() && !output)
       return;
-    Value *h = b.op("Cast", {v}, {{"to", Attribute::ofInt(dtypeToOnnx(*half_))}});
-    Value *r = b.op("Cast", {h}, {{"to", Attribute::ofInt(dtypeToOnnx(DType::F32))}});
-    if (!h || !r)
-      return;
+    // Named after the producer ("/h.3/attn/Softmax/to_half"): they belong to its layer (LayerNames.h),
+    // which recompute{mode=full} recomputes whole.
+    const Node *d = v->definingNode();
+    std::string base = d && !d->name().empty() ? d->name() : "";
+    auto cast = [&](Value *x, DType to, const char *suffix) {
+      Node *c = g.createNode("Cast", {x}, {v->name() + "." + suffix}, "", base.empty() ? "" : base + "/" + suffix);
+      c->setAttr("to", Attribute::ofInt(dtypeToOnnx(to)));
+      c->output()->type() = TensorType{to, v->type().shape, true};
+      return c->output();
+    };
+    Value *h = cast(v, *half_, "to_half");
+    Value *r = cast(h, DType::F32, "from_half");
     for (Node *u : readers)
       for (size_t i = 0; i < u->numInputs(); ++i)
         if (u->input(i) == v)

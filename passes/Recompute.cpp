@@ -116,6 +116,15 @@ private:
           }
         }
       }
+      // Under mixed precision the backward reads the softmax's (and the
+      // scores') half copies (passes/MixedPrecision.cpp): recomputed with them.
+      std::vector<const Node *> members(core.begin(), core.end());
+      for (const Node *n : members)
+        for (const Value *out : n->outputs())
+          for (const Node *u : out->users())
+            if (isForward(*u) && u->is("Cast") && (u->output()->type().dtype == DType::BF16 ||
+                                                   u->output()->type().dtype == DType::F16))
+              core.insert(u);
       out.push_back(std::move(core));
     }
     return out;

@@ -100,8 +100,10 @@ public:
 private:
   /// Cast(v) to `to`, in the forward or the backward, on `like`'s stage.
   static Value *castOf(Graph &g, const Node &like, Value *v, DType to, bool backward) {
-    std::string name = v->name() + (backward ? ".widened" : ".saved");
-    Node *c = g.createNode("Cast", {v}, {name});
+    const char *suffix = backward ? "widened" : "saved";
+    // Named after `like` ("/h.3/attn/Reshape/saved"): in its layer, for recompute{mode=full}.
+    Node *c = g.createNode("Cast", {v}, {v->name() + "." + suffix}, "",
+                           like.name().empty() ? "" : like.name() + "/" + suffix);
     for (const auto &[k, a] : like.attrs())
       if (k == kStageAttr)
         c->setAttr(k, a);

@@ -368,9 +368,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     pipeline = (precision != "fp32" ? "mixed-precision{dtype=" + precision + "}," : std::string()) + "add-loss," +
                (pp > 1 ? assignStages() + ",copy-shared-weights," : "") +
                (precision == "fp16" ? "autodiff{loss-scale=1}," : "autodiff,") +
-               (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") +
+               // Half activations saved before recompute (which recomputes the half copies the
+               // backward then reads), and after it (what the recomputed nodes read).
                (precision != "fp32" ? "save-half-activations,half-gradients{dtype=" + precision + "}," : "") +
-               "remove-identity,cse,dce";
+               (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") +
+               (precision != "fp32" && recompute != "none" ? "save-half-activations," : "") + "remove-identity,cse,dce";
   } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
     pipeline += ",classify-parameters";
   }
