@@ -73,10 +73,10 @@ worst = max(difference(n) for n in compared)
 # pp): its coefficient can differ in the last bit, which ten AdamW steps grow.
 tol = 2e-6 if float(clip) > 0 else 1e-6
 # A table two stages hold (a tied head) sums its two gradients after the dp
-# reduction, (a0 + a1) + (b0 + b1) where one stage sums (a0 + b0) + (a1 + b1):
-# where the embedding's and the head's parts nearly cancel the last bits
-# differ, and every later step's activations with them.
-if plan["pipeline_weights"] and dp > 1:
+# reduction and the micro-batches, (a0 + a1) + (b0 + b1) where one stage sums
+# (a0 + b0) + (a1 + b1): where the embedding's and the head's parts nearly
+# cancel the last bits differ, and every later step's activations with them.
+if plan["pipeline_weights"] and (dp > 1 or int(micro) > 1):
     tol = 5e-5
 check(set(params) == set(base_params) and worst <= tol and len(compared) > len(base_params) // 2,
       f"{len(compared)} of {len(params)} trained initializers equal --pp 1's (largest relative difference "
