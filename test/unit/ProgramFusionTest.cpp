@@ -310,3 +310,58 @@ TEST(Program, ReshapeViewsShareBytesAndOutputsBind) {
 }
 
 } // namespace
+
+TEST(Program, HalfCastsRoundToNearestEven) {
+  // Casts to fp16 and bf16 and back (mixed precision's round trip) on 1003
+  // values (a scalar tail after the 8-wide F16C loop): bit for bit Tensor.h's
+  // scalar conversions, and the IEEE results the formats define for ties,
+  // overflow and fp16 subnormals.
+  const int n = 1003;
+  auto g = parseGraph("graph @g(%x: f32[1003]) opset 17 {\n"
+                      "  %h = Cast(%x) {to = 10} : f16[1003]\n"
+                      "  %b = Cast(%x) {to = 16} : bf16[1003]\n"
+                      "  %hw = Cast(%h) {to = 1} : f32[1003]\n"
+                      "  %bw = Cast(%b) {to = 1} : f32[1003]\n"
+                      "  return %h, %b, %hw, %bw\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  std::vector<float> x = randomValues(n, 5);
+  for (int i = 0; i < n; ++i) // magnitudes from 2^-30 to 2^20
+    x[i] *= std::ldexp(1.0f, (i % 51) - 30);
+  // value, its fp16, its bf16 (the formats' round-to-nearest-even results)
+  const float cases[][3] = {
+      {1.0f + 0x1p-11f, 1.0f, 1.0f},                   // fp16 tie: to even (1.0)
+      {1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-9f, 1.0f},     // fp16 tie: to even (up)
+      {1.0f + 0x1p-8f, 1.0f + 0x1p-8f, 1.0f},          // bf16 tie: to even (1.0)
+      {1.0f + 3 * 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-6f}, // bf16 tie: up
+      {65520.0f, INFINITY, 65536.0f},                  // past fp16's largest (65504): inf
+      {0x1p-24f, 0x1p-24f, 0x1p-24f},                  // fp16's smallest subnormal
+      {0x1p-26f, 0.0f, 0x1p-26f},                      // below half of it: 0
+      {-INFINITY, -INFINITY, -INFINITY},
+  };
+  const int k = sizeof(cases) / sizeof(cases[0]);
+  for (int c = 0; c < k; ++c)
+    x[n - 1 - c] = cases[c][0]; // in the scalar tail and the last vector
+  for (int c = 0; c < k; ++c)
+    x[8 * c] = cases[c][0];
+  llvm::StringMap<rt::TensorView> feeds;
+  feeds["x"] = rt::TensorView{DType::F32, {n}, x.data()};
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  const auto *h = (*outs)[0].as<uint16_t>(), *b = (*outs)[1].as<uint16_t>();
+  const float *hw = (*outs)[2].as<float>(), *bw = (*outs)[3].as<float>();
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(h[i], floatToHalf(x[i])) << "fp16 of " << x[i];
+    ASSERT_EQ(b[i], floatToBf16(x[i])) << "bf16 of " << x[i];
+    ASSERT_EQ(hw[i], halfToFloat(h[i])) << i;
+    ASSERT_EQ(bw[i], bf16ToFloat(b[i])) << i;
+  }
+  for (int c = 0; c < k; ++c)
+    for (int at : {n - 1 - c, 8 * c}) {
+      EXPECT_EQ(hw[at], cases[c][1]) << "fp16 of " << cases[c][0];
+      EXPECT_EQ(bw[at], cases[c][2]) << "bf16 of " << cases[c][0];
+    }
+}
