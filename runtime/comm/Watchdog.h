@@ -171,11 +171,24 @@ public:
       int64_t waited = now - start;
       if (timeoutNs_ > 0 && waited > timeoutNs_)
         return llvm::createStringError(llvm::inconvertibleErrorCode(), diagnose(w, waited, now));
+      // This rank's started sends (a pipeline's activations, sent by
+      // rendezvous) move only while it calls into MPI; a member may be waiting
+      // for one before it comes here, and its wait for that member would then
+      // never end (a cycle through two stages' dp groups did, in CI).
+      driveProgress();
       if (waited < kSpinNs)
         continue;
       timespec ts{0, static_cast<long>(std::clamp(waited / 8, kMinSleepNs, kMaxSleepNs))};
       nanosleep(&ts, nullptr);
     }
+  }
+
+  /// One pass of MPI's progress engine (every communicator's pending
+  /// operations): a probe that matches nothing it takes.
+  void driveProgress() const {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, node_ != MPI_COMM_NULL ? node_ : MPI_COMM_WORLD, &flag,
+               MPI_STATUS_IGNORE);
   }
 
   /// Brackets the blocking MPI call of a collective every member has entered:

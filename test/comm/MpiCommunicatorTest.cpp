@@ -81,6 +81,36 @@ TEST(MpiCommunicator, HalfFloatsSumAndGather) {
   }
 }
 
+// A rank waiting for the others to enter a collective still moves its own
+// started sends: here rank 1 enters only once rank 0's 4 MB send (rendezvous,
+// moved by the sender's MPI calls) has arrived. Before, rank 0 slept without
+// calling MPI and both waited until the deadline (an interleaved pipeline's
+// two stages deadlocked so in CI).
+TEST(MpiCommunicator, ACollectiveWaitMovesTheRanksStartedSends) {
+  rt::CommunicatorOptions deadline;
+  deadline.timeoutSeconds = 5;
+  auto comm = rt::makeWorldCommunicator("mpi", deadline);
+  ASSERT_TRUE(static_cast<bool>(comm)) << llvm::toString(comm.takeError());
+  std::vector<float> big(1 << 20, static_cast<float>(world->rank() + 1));
+  int64_t one = 1;
+  if (world->rank() == 0) {
+    auto h = world->startSend(big.data(), big.size(), DType::F32, 1, 7);
+    ASSERT_TRUE(static_cast<bool>(h)) << llvm::toString(h.takeError());
+    llvm::Error err = (*comm)->allReduce(&one, 1, DType::I64);
+    EXPECT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    ASSERT_FALSE(static_cast<bool>(world->wait(*h)));
+  } else {
+    if (world->rank() == 1) {
+      llvm::Error got = world->recv(big.data(), big.size(), DType::F32, 0, 7);
+      ASSERT_FALSE(static_cast<bool>(got)) << llvm::toString(std::move(got));
+      EXPECT_EQ(big.back(), 1.0f);
+    }
+    llvm::Error err = (*comm)->allReduce(&one, 1, DType::I64);
+    EXPECT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  }
+  EXPECT_EQ(one, world->size());
+}
+
 // The arrival table directly (Watchdog.h): rank 0 enters a collective of a
 // fresh group, then goes quiet in the world's barrier (another table) while
 // the others, who entered late and were descheduled before looking, wait to go
