@@ -77,7 +77,7 @@ public:
       // A half gradient (mixed precision's, half-gradients) is widened as the runtime accumulates it.
       DType gt = out->type().dtype;
       if (wv->type().dtype != DType::F32 || out->type().shape != wv->type().shape ||
-          (gt != DType::F32 && gt != DType::BF16 && gt != DType::F16))
+          (gt != DType::F32 && !isHalfFloat(gt)))
         return passError(name(), "gradient output %" + out->name() + " is " + out->type().str() + ", weight %" +
                                      w + " is " + wv->type().str() +
                                      ": AdamW here updates f32 weights with an f32 (or bf16, fp16) gradient of "

@@ -56,6 +56,16 @@ inline std::string moment1(const std::string &p) { return "adam_m." + p; }
 inline std::string moment2(const std::string &p) { return "adam_v." + p; }
 inline std::string updated(const std::string &v) { return "updated." + v; }
 
+/// Autodiff{loss-scale=1}'s input (f32[]): the backward's seed, fp16's loss
+/// scale, which the training loop feeds (runtime/train/LossScaler.h).
+inline constexpr const char *kLossScale = "loss_scale";
+/// A node of the forward program (no program tag; not a weight or constant,
+/// which go wherever they are read) and of the backward.
+inline bool inForward(const Node &n) {
+  return !n.is("Weight") && !n.is("Constant") && n.stringAttr(kProgramAttr, "").empty();
+}
+inline bool inBackward(const Node &n) { return n.stringAttr(kProgramAttr, "") == kBackward; }
+
 /// Whether graph input `in` is read only by the optimizer's nodes (its state
 /// and scalars: no batch, and no input of the forward program).
 inline bool readOnlyByOptimizer(const Value &in) {

@@ -30,7 +30,6 @@ namespace {
 class Autodiff : public Pass {
 public:
   llvm::StringRef name() const override { return "autodiff"; }
-  static constexpr const char *kLossScaleInput = "loss_scale";
 
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key == "wrt" && (value == "weights" || value == "inputs")) {
@@ -80,9 +79,10 @@ public:
       slot = slot ? b.op("Add", {slot, d}) : d;
     };
     if (lossScale_) {
-      if (g.findValue(kLossScaleInput))
-        return passError(name(), llvm::Twine("the graph already has a value named '") + kLossScaleInput + "'");
-      Value *scale = g.addInput(kLossScaleInput, TensorType{DType::F32, {}, true});
+      if (g.findValue(optimizer_io::kLossScale))
+        return passError(name(), llvm::Twine("the graph already has a value named '") + optimizer_io::kLossScale +
+                                     "'");
+      Value *scale = g.addInput(optimizer_io::kLossScale, TensorType{DType::F32, {}, true});
       Value *seed = scale; // as the loss is typed: f32[] from add-loss
       if (loss->type().dtype != DType::F32)
         seed = b.op("Cast", {seed}, {{"to", Attribute::ofInt(dtypeToOnnx(loss->type().dtype))}});

@@ -10,8 +10,6 @@
 
 namespace partita {
 
-inline bool isHalfFloat(DType t) { return t == DType::BF16 || t == DType::F16; }
-
 /// The half type a pass option names: bf16 or fp16.
 inline std::optional<DType> parseHalfType(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<DType>>(name)

@@ -31,9 +31,8 @@ namespace partita {
 
 namespace {
 
-bool isLeaf(const Node &n) { return n.is("Constant") || n.is("Weight"); }
-bool isForward(const Node &n) { return !isLeaf(n) && n.stringAttr(kProgramAttr, "").empty(); }
-bool isBackward(const Node &n) { return n.stringAttr(kProgramAttr, "") == optimizer_io::kBackward; }
+using optimizer_io::inBackward;
+using optimizer_io::inForward;
 
 /// An elementwise step between the scores and the softmax.
 bool scalesScores(const Node &n) {
@@ -58,7 +57,7 @@ public:
     if (mode_ == "none")
       return llvm::Error::success();
     std::vector<Node *> nodes = g.nodes();
-    if (!llvm::any_of(nodes, [](const Node *n) { return isBackward(*n); }))
+    if (!llvm::any_of(nodes, [](const Node *n) { return inBackward(*n); }))
       return passError(name(), "the graph has no backward (run autodiff first)");
     std::vector<llvm::DenseSet<const Node *>> groups = mode_ == "full" ? layers(nodes) : attentionCores(nodes);
     if (groups.empty())
@@ -75,7 +74,7 @@ private:
   static std::vector<llvm::DenseSet<const Node *>> layers(const std::vector<Node *> &nodes) {
     std::map<std::string, llvm::DenseSet<const Node *>> byLayer;
     for (const Node *n : nodes)
-      if (isForward(*n))
+      if (inForward(*n))
         if (std::string key = layerOf(*n); !key.empty())
           byLayer[key].insert(n);
     std::vector<llvm::DenseSet<const Node *>> out;
@@ -89,7 +88,7 @@ private:
   static std::vector<llvm::DenseSet<const Node *>> attentionCores(const std::vector<Node *> &nodes) {
     std::vector<llvm::DenseSet<const Node *>> out;
     for (const Node *s : nodes) {
-      if (!isForward(*s) || !s->is("Softmax"))
+      if (!inForward(*s) || !s->is("Softmax"))
         continue;
       llvm::DenseSet<const Node *> core{s};
       std::vector<const Node *> work{s};
@@ -98,7 +97,7 @@ private:
         work.pop_back();
         for (const Value *in : n->inputs()) {
           const Node *def = in ? in->definingNode() : nullptr;
-          if (!def || !isForward(*def) || core.count(def) || in->type().shape != s->output()->type().shape)
+          if (!def || !inForward(*def) || core.count(def) || in->type().shape != s->output()->type().shape)
             continue;
           if (def->is("MatMul")) { // the scores: recomputed from Q and K
             core.insert(def);
@@ -107,7 +106,7 @@ private:
             // what the softmax saves at seq = 2 x head size).
             for (const Value *operand : def->inputs())
               for (const Node *m = operand ? operand->definingNode() : nullptr;
-                   m && isForward(*m) && (m->is("Transpose") || m->is("Reshape")) && !core.count(m);
+                   m && inForward(*m) && (m->is("Transpose") || m->is("Reshape")) && !core.count(m);
                    m = m->input(0) ? m->input(0)->definingNode() : nullptr)
                 core.insert(m);
           } else if (scalesScores(*def)) {
@@ -122,8 +121,7 @@ private:
       for (const Node *n : members)
         for (const Value *out : n->outputs())
           for (const Node *u : out->users())
-            if (isForward(*u) && u->is("Cast") && (u->output()->type().dtype == DType::BF16 ||
-                                                   u->output()->type().dtype == DType::F16))
+            if (inForward(*u) && u->is("Cast") && isHalfFloat(u->output()->type().dtype))
               core.insert(u);
       out.push_back(std::move(core));
     }
@@ -140,8 +138,8 @@ private:
       for (const Value *v : n->outputs()) {
         bool backward = false, outside = g.isGraphOutput(v);
         for (const Node *u : v->users()) {
-          backward |= isBackward(*u);
-          outside |= isForward(*u) && !group.count(u);
+          backward |= inBackward(*u);
+          outside |= inForward(*u) && !group.count(u);
         }
         if (backward && !(keepBoundary && outside))
           targets.insert(v);
@@ -185,7 +183,7 @@ private:
     for (const Value *v : targets) {
       std::vector<Node *> readers(v->users().begin(), v->users().end());
       for (Node *u : readers)
-        if (isBackward(*u))
+        if (inBackward(*u))
           for (size_t i = 0; i < u->numInputs(); ++i)
             if (u->input(i) == v)
               u->setInput(i, copyOf[v]);

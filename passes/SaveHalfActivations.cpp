@@ -30,15 +30,13 @@ namespace partita {
 
 namespace {
 
-bool isForward(const Node &n) {
-  return !n.is("Weight") && !n.is("Constant") && n.stringAttr(kProgramAttr, "").empty();
-}
-bool isBackward(const Node &n) { return n.stringAttr(kProgramAttr, "") == optimizer_io::kBackward; }
+using optimizer_io::inBackward;
+using optimizer_io::inForward;
 
 /// %r = Cast(%h) {to = f32} of a half value, in the forward.
 bool widensHalf(const Node &n) {
   return n.is("Cast") && n.numInputs() == 1 && n.input(0) && isHalfFloat(n.input(0)->type().dtype) &&
-         n.output()->type().dtype == DType::F32 && isForward(n);
+         n.output()->type().dtype == DType::F32 && inForward(n);
 }
 
 class SaveHalfActivations : public Pass {
@@ -50,7 +48,7 @@ public:
     llvm::DenseMap<const Value *, Value *> halfOf; // a forward f32 value -> a half value holding it exactly
     llvm::DenseSet<const Value *> rounded;        // forward f32 values whose elements are half values
     for (Node *n : nodes) {
-      if (!isForward(*n))
+      if (!inForward(*n))
         continue;
       if (widensHalf(*n)) {
         rounded.insert(n->output());
@@ -69,16 +67,14 @@ public:
           if (out->type().dtype == DType::F32)
             rounded.insert(out);
     }
-    DType half = DType::BF16;
-    for (const auto &entry : halfOf)
-      half = entry.second->type().dtype;
+    DType half = halfOf.empty() ? DType::BF16 : halfOf.begin()->second->type().dtype; // the graph's one half type
     for (Node *n : nodes) {
-      if (!isForward(*n))
+      if (!inForward(*n))
         continue;
       for (Value *v : n->outputs()) {
         std::vector<Node *> readers;
         for (Node *u : v->users())
-          if (isBackward(*u))
+          if (inBackward(*u))
             readers.push_back(u);
         if (readers.empty() || v->type().dtype != DType::F32)
           continue;

@@ -15,6 +15,8 @@ llvm::StringRef dtypeName(DType t);
 std::optional<DType> parseDType(llvm::StringRef s);
 size_t dtypeSize(DType t);
 bool isFloat(DType t);
+/// bf16 or fp16: mixed precision's 16-bit floats.
+inline bool isHalfFloat(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 /// ONNX TensorProto.DataType <-> DType.
 std::optional<DType> dtypeFromOnnx(int onnxType);

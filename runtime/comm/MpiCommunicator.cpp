@@ -44,13 +44,12 @@ const HalfTypes &halfTypes() { // made on first use (MPI is initialised by then)
 }
 
 template <bool Max> void reduceHalves(void *in, void *inout, int *len, MPI_Datatype *type) {
-  bool bf16 = *type == halfTypes().bf16;
+  DType t = *type == halfTypes().bf16 ? DType::BF16 : DType::F16;
   const auto *a = static_cast<const uint16_t *>(in);
   auto *b = static_cast<uint16_t *>(inout);
   for (int i = 0; i < *len; ++i) {
-    float x = bf16 ? bf16ToFloat(a[i]) : halfToFloat(a[i]), y = bf16 ? bf16ToFloat(b[i]) : halfToFloat(b[i]);
-    float r = Max ? std::max(x, y) : x + y;
-    b[i] = bf16 ? floatToBf16(r) : floatToHalf(r);
+    float x = widenHalf(t, a[i]), y = widenHalf(t, b[i]);
+    b[i] = roundToHalf(t, Max ? std::max(x, y) : x + y);
   }
 }
 
@@ -70,7 +69,7 @@ llvm::Expected<MPI_Datatype> mpiType(DType t) {
 
 MPI_Op mpiOp(Communicator::ReduceOp op, DType t) {
   bool max = op == Communicator::ReduceOp::Max;
-  if (t == DType::BF16 || t == DType::F16)
+  if (isHalfFloat(t))
     return max ? halfTypes().max : halfTypes().sum;
   return max ? MPI_MAX : MPI_SUM;
 }

@@ -4,7 +4,6 @@
 #include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Parallel.h"
 #include <cmath>
-#include <cstring>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -155,22 +154,6 @@ public:
   }
 };
 
-// bf16 <-> float32 inline (the loops vectorise), as Tensor.h's conversions:
-// round to nearest even, NaN kept quiet.
-inline uint16_t toBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000)
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-inline float fromBf16(uint16_t h) {
-  uint32_t x = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
 // fp16 <-> float32 with the CPU's F16C conversions where it has them (checked
 // at run time; round to nearest even, as floatToHalf), else Tensor.h's.
 #if defined(__x86_64__)
@@ -213,7 +196,7 @@ public:
         if (f16c)
           return toHalfF16c(x, y, b, e);
         for (int64_t i = b; i < e; ++i)
-          y[i] = fp16 ? floatToHalf(x[i]) : toBf16(x[i]);
+          y[i] = fp16 ? floatToHalf(x[i]) : floatToBf16(x[i]);
       });
     } else {
       const uint16_t *x = ctx.inputs[0].as<uint16_t>();
@@ -222,7 +205,7 @@ public:
         if (f16c)
           return fromHalfF16c(x, y, b, e);
         for (int64_t i = b; i < e; ++i)
-          y[i] = fp16 ? halfToFloat(x[i]) : fromBf16(x[i]);
+          y[i] = fp16 ? halfToFloat(x[i]) : bf16ToFloat(x[i]);
       });
     }
     return llvm::Error::success();
@@ -231,8 +214,6 @@ public:
 private:
   DType from_, to_;
 };
-
-bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 template <typename From> std::unique_ptr<Kernel> castFrom(DType to) {
   switch (to) {
@@ -246,7 +227,7 @@ template <typename From> std::unique_ptr<Kernel> castFrom(DType to) {
 }
 
 std::unique_ptr<Kernel> makeCast(DType from, DType to) {
-  if ((from == DType::F32 && isHalf(to)) || (isHalf(from) && to == DType::F32))
+  if ((from == DType::F32 && isHalfFloat(to)) || (isHalfFloat(from) && to == DType::F32))
     return std::make_unique<HalfCastKernel>(from, to);
   switch (from) {
   case DType::F32: return castFrom<float>(to);

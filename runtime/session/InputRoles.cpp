@@ -1,5 +1,6 @@
 //===- InputRoles.cpp - what the runtime feeds a program's inputs ----------===//
 #include "runtime/session/InputRoles.h"
+#include "passes/AddOptimizer.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace partita {
@@ -17,7 +18,7 @@ std::optional<InputRole> namedRole(const TensorSpec &in) {
     return InputRole::AttentionMask;
   if (in.name == kFillableInputs[1] && !isFloat(in.type.dtype))
     return InputRole::PositionIds;
-  if (in.name == "loss_scale" && in.type.dtype == DType::F32 && in.type.shape.empty())
+  if (in.name == optimizer_io::kLossScale && in.type.dtype == DType::F32 && in.type.shape.empty())
     return InputRole::LossScale;
   return std::nullopt;
 }

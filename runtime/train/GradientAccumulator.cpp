@@ -68,7 +68,7 @@ llvm::Error GradientAccumulator::checkSizes(const std::vector<TensorView> &outpu
   for (size_t i = 0; i < names_.size(); ++i) {
     DType t = outputIndex_[i] < outputs.size() ? outputs[outputIndex_[i]].dtype : DType::F32;
     if (outputIndex_[i] >= outputs.size() || outputs[outputIndex_[i]].numel() != numel_[i] ||
-        (t != DType::F32 && t != DType::BF16 && t != DType::F16))
+        (t != DType::F32 && !isHalfFloat(t)))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "the gradient program's output " + names_[i] + " is not the f32[" + std::to_string(numel_[i]) +
@@ -114,12 +114,12 @@ void GradientAccumulator::addHalf(size_t i, int64_t micro, const TensorView &out
     sumsCharge_.resize(sumsCharge_.bytes() + acc.size() * sizeof(float));
   }
   const auto *h = static_cast<const uint16_t *>(out.data);
-  bool bf16 = out.dtype == DType::BF16, first = micro == 0;
+  bool first = micro == 0;
   int64_t n = numel_[i];
   float *a = acc.data();
 #pragma omp parallel for if (n > (1 << 16))
   for (int64_t k = 0; k < n; ++k) {
-    float v = bf16 ? bf16ToFloat(h[k]) : halfToFloat(h[k]);
+    float v = widenHalf(out.dtype, h[k]);
     a[k] = first ? v : a[k] + v;
   }
   grads_[i] = a;

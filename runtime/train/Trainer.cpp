@@ -16,6 +16,7 @@
 // norm over all stages (each stage's squared norm, all-reduced over pp).
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Trainer.h"
+#include "passes/AddOptimizer.h"
 #include "runtime/comm/PendingSends.h"
 #include "runtime/schedule/AccumulationSchedule.h"
 #include "runtime/schedule/PipelineSchedule.h"
@@ -97,7 +98,7 @@ private:
   std::optional<LossScaler> scaler_; // fp16 plans
   /// The loss scale the next step's backwards read (input loss_scale).
   void setLossScale() {
-    feeds_.constants["loss_scale"] = Tensor::fromDoubles(DType::F32, {}, {scaler_->scale()});
+    feeds_.constants[optimizer_io::kLossScale] = Tensor::fromDoubles(DType::F32, {}, {scaler_->scale()});
   }
   static std::string formatScale(double s) {
     char buf[32];
