@@ -40,6 +40,14 @@ llvm::Expected<ConvGeometry> geometry(const Node &n, const Shape &x, const Shape
   std::vector<int64_t> pads = n.intsAttr("pads");
   if (pads.empty())
     pads.assign(2 * g.spatial, 0);
+  // Each per-dimension attribute holds one value per spatial dimension (pads two).
+  if (static_cast<int64_t>(g.strides.size()) != g.spatial ||
+      static_cast<int64_t>(g.dilations.size()) != g.spatial || static_cast<int64_t>(pads.size()) != 2 * g.spatial)
+    return fail("weight " + shapeString(w) + ", strides, dilations and pads do not match the input's " +
+                llvm::Twine(g.spatial) + " spatial dimension(s)");
+  for (int64_t d = 0; d < g.spatial; ++d)
+    if (g.strides[d] < 1 || g.dilations[d] < 1 || g.kernel[d] < 1 || pads[d] < 0 || pads[d + g.spatial] < 0)
+      return fail("strides, dilations and kernel sizes must be positive and pads non-negative");
   std::string autoPad = n.stringAttr("auto_pad", "NOTSET");
   for (int64_t d = 0; d < g.spatial; ++d) {
     int64_t in = x[d + 2], k = (g.kernel[d] - 1) * g.dilations[d] + 1, s = g.strides[d];
