@@ -14,7 +14,9 @@
 // (a sum over a split gradient is partial). The squares are summed per set
 // of splitting axes first, so the tp-split weights cost one all-reduce. A
 // pipeline stage's copy of a shared weight (copy-shared-weights) is updated
-// like any weight but left out of the norm: the parameter counts once.
+// like any weight but left out of the norm: the parameter counts once. A
+// half gradient (mixed precision, half-gradients) makes accumulated_grad.w
+// half too; AdamW and the norm each read its Cast to float32.
 //===----------------------------------------------------------------------===//
 #include "passes/AddOptimizer.h"
 #include "compiler/plan/Plan.h"
@@ -67,6 +69,7 @@ public:
     if (!o_.valid())
       return passError(name(), "AdamW needs betas in [0, 1), eps > 0 and weight-decay >= 0");
     std::vector<Value *> weights;
+    std::vector<DType> gradTypes;
     for (Value *out : g.outputs()) {
       llvm::StringRef w(out->name());
       if (!w.consume_front("grad."))
@@ -74,7 +77,7 @@ public:
       Value *wv = g.findValue(w);
       if (!wv || !wv->definingNode() || !wv->definingNode()->is("Weight"))
         return passError(name(), "gradient output %" + out->name() + " has no weight named '" + w + "'");
-      // A half gradient (mixed precision's, half-gradients) is widened as the runtime accumulates it.
+      // A half gradient (mixed precision's, half-gradients) is held half; the optimizer widens it.
       DType gt = out->type().dtype;
       if (wv->type().dtype != DType::F32 || out->type().shape != wv->type().shape ||
           (gt != DType::F32 && !isHalfFloat(gt)))
@@ -83,6 +86,7 @@ public:
                                      ": AdamW here updates f32 weights with an f32 (or bf16, fp16) gradient of "
                                      "their shape");
       weights.push_back(wv);
+      gradTypes.push_back(gt);
     }
     if (weights.empty())
       return passError(name(), "the graph has no gradient outputs (grad.<weight>): run autodiff first");
@@ -121,16 +125,26 @@ public:
           if (!n->is("Constant"))
             n->setAttr(kStageAttr, Attribute::ofInt(stage));
     };
-    for (Value *w : weights) {
+    for (size_t k = 0; k < weights.size(); ++k) {
+      Value *w = weights[k];
       size_t mark = g.creationMark();
       const std::string &p = w->name();
       Value *grad = laidOutAs(io::gradient(p), w);
+      // A half gradient (mixed precision) is read as it is reduced and held:
+      // each optimizer program widens its own float32 copy, one weight at a time.
+      grad->type().dtype = gradTypes[k];
+      auto wide = [&](const char *program) {
+        return gradTypes[k] == DType::F32
+                   ? grad
+                   : tag(b.op("Cast", {grad}, {{"to", Attribute::ofInt(dtypeToOnnx(DType::F32))}}), program);
+      };
       Value *m = laidOutAs(io::moment1(p), w), *v = laidOutAs(io::moment2(p), w);
       int64_t stage = stageOfWeight(g, *w);
       // A stage's copy of a shared weight (copy-shared-weights) has the
       // weight's summed gradient: the norm counts the parameter once.
       if (!w->definingNode()->hasAttr(kCopyOfAttr)) {
-        Value *sq = tag(b.op("ReduceSum", {tag(b.op("Mul", {grad, grad}), io::kGradNorm)},
+        Value *g32 = wide(io::kGradNorm);
+        Value *sq = tag(b.op("ReduceSum", {tag(b.op("Mul", {g32, g32}), io::kGradNorm)},
                              {{"keepdims", Attribute::ofInt(0)}}),
                         io::kGradNorm);
         // The axes splitting w: its square sum is partial over exactly those.
@@ -142,7 +156,7 @@ public:
         Value *&sum = sums[{stage, key}];
         sum = sum ? tag(b.op("Add", {sum, sq}), io::kGradNorm) : sq;
       }
-      Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, grad, m, v, scale},
+      Node *adam = g.createNode("AdamW", {lr, bc1, bc2, w, wide(io::kStep), m, v, scale},
                                 {io::updated(p), io::updated(io::moment1(p)), io::updated(io::moment2(p))}, "partita");
       adam->setAttr("beta1", Attribute::ofFloat(o_.beta1));
       adam->setAttr("beta2", Attribute::ofFloat(o_.beta2));

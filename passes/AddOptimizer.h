@@ -55,6 +55,9 @@ inline std::string gradient(const std::string &p) { return "accumulated_grad." +
 inline std::string moment1(const std::string &p) { return "adam_m." + p; }
 inline std::string moment2(const std::string &p) { return "adam_v." + p; }
 inline std::string updated(const std::string &v) { return "updated." + v; }
+/// Mixed precision's float32 copy of half parameter p (half-parameters):
+/// a weight of the step program, which AdamW updates in place.
+inline std::string master(const std::string &p) { return "master." + p; }
 
 /// Autodiff{loss-scale=1}'s input (f32[]): the backward's seed, fp16's loss
 /// scale, which the training loop feeds (runtime/train/LossScaler.h).

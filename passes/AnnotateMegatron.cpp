@@ -198,7 +198,7 @@ public:
     for (Node *n : g.nodes()) {
       for (Node *u : n->output()->users())
         if (const Node *table = tiedHeadTable(n);
-            table && !assigned.count(u) && g.isGraphOutput(u->output()) && isHeadOperand(u, n->output())) {
+            table && !assigned.count(u) && isModelOutput(g, u->output()) && isHeadOperand(u, n->output())) {
           assigned.insert(u);
           bool split = table->output()->sharding() && !table->output()->sharding()->isReplicated();
           std::string tableName = table->hasAttr(kCopyOfAttr) // a later pipeline stage's copy
@@ -209,7 +209,7 @@ public:
                                ", tied to embedding '" + tableName + " " + u->describe());
         }
       Node *w = ownWeight(n);
-      if (!w || assigned.count(n) || !g.isGraphOutput(n->output()))
+      if (!w || assigned.count(n) || !isModelOutput(g, n->output()))
         continue;
       int64_t vocab = w->output()->type().shape[1];
       assigned.insert(n);
@@ -408,6 +408,14 @@ private:
             queue.push_back(u);
         }
     return nullptr;
+  }
+
+  /// Whether `v` is a graph output, or is one read through casts alone
+  /// (mixed precision rounds the logits through the half type and back).
+  static bool isModelOutput(const Graph &g, const Value *v) {
+    return g.isGraphOutput(v) || llvm::any_of(v->users(), [&](const Node *u) {
+             return u->is("Cast") && isModelOutput(g, u->output());
+           });
   }
 
   /// The embedding table a tied head reads: `t` is Transpose(perm [1,0]) of a

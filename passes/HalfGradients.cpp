@@ -5,9 +5,9 @@
 // output grad.<w> (float32, from half activations and half output
 // gradients) becomes its rounding to bf16 or fp16. What the data-parallel
 // passes then place on it (the all-reduce over dp, ZeRO's reduce-scatter)
-// moves the half type: half the bytes. The runtime widens it to float32 as it
-// accumulates the micro-batches' gradients; the optimizer reads float32 (the
-// master weights' update, as DeepSpeed's fp32 gradient partition).
+// moves the half type: half the bytes. The step reads it half (add-optimizer
+// widens it per weight as AdamW and the norm read it); over several
+// micro-batches the runtime sums in float32 and rounds the sum once.
 //
 //   %grad.w = Identity(%t) {program = "backward"} : f32[8,4]
 //     →  %grad.w.f32 = Identity(%t) ...   %grad.w = Cast(%grad.w.f32) {to = 16, program = "backward"} : bf16[8,4]
@@ -22,22 +22,13 @@ namespace partita {
 
 namespace {
 
-class HalfGradients : public Pass {
+class HalfGradients : public HalfTypePass {
 public:
   llvm::StringRef name() const override { return "half-gradients"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key != "dtype")
-      return Pass::setOption(key, value);
-    half_ = parseHalfType(value);
-    if (!half_)
-      return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
-    return llvm::Error::success();
-  }
-
   llvm::Error run(Graph &g) override {
-    if (!half_)
-      return passError(name(), "option dtype (bf16 or fp16) is required");
+    if (auto err = requireHalfType())
+      return err;
     std::vector<Value *> grads;
     for (Value *out : g.outputs())
       if (llvm::StringRef(out->name()).startswith("grad.") && out->type().dtype == DType::F32)
@@ -56,7 +47,6 @@ public:
   }
 
 private:
-  std::optional<DType> half_;
 };
 
 } // namespace

@@ -2,8 +2,8 @@
 //
 // bf16 or fp16 training as Megatron and DeepSpeed run it, on a model graph
 // before add-loss and autodiff: every activation is held in the half type,
-// the loss is computed in fp32 from the half logits, and the weights stay
-// fp32 (the master copy the optimizer updates).
+// and the loss is computed in fp32 from the half logits (the weights:
+// half-parameters, HalfParameters.cpp).
 //
 // Each float32 value a node computes, and each float32 graph input, is
 // rounded through the half type, a pair of casts its readers then read:
@@ -20,10 +20,12 @@
 // A view or move of values already rounded (Reshape, Transpose, Slice,
 // Gather of activations...) needs no second rounding.
 //
-// Not rounded: weights (an fp32 weight feeds a projection directly, which is
-// what tensor parallelism's annotation recognises) and values made from
-// weights and constants only (a tied head's transposed table). So a projection multiplies half activations by fp32
-// weights; bf16 on a GPU would also round the weight (2^-9 relative).
+// Not rounded here: weights (an fp32 weight feeds a projection directly,
+// which is what tensor parallelism's annotation recognises) and values made
+// from weights and constants only (a tied head's transposed table). After
+// add-optimizer, half-parameters holds the trained weights in the half type
+// (their float32 masters in the optimizer), so a projection then multiplies
+// half activations by the rounded weight, as a GPU's half GEMM does.
 //
 // Option: dtype=bf16|fp16 (required).
 //===----------------------------------------------------------------------===//
@@ -35,23 +37,13 @@ namespace partita {
 
 namespace {
 
-class MixedPrecision : public Pass {
+class MixedPrecision : public HalfTypePass {
 public:
   llvm::StringRef name() const override { return "mixed-precision"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key != "dtype")
-      return Pass::setOption(key, value);
-    auto t = parseHalfType(value);
-    if (!t)
-      return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
-    half_ = *t;
-    return llvm::Error::success();
-  }
-
   llvm::Error run(Graph &g) override {
-    if (!half_)
-      return passError(name(), "option dtype (bf16 or fp16) is required");
+    if (auto err = requireHalfType())
+      return err;
     llvm::DenseSet<const Value *> rounded, constant; // constant: made from weights and constants only
     const std::vector<Node *> model = g.nodes(); // not the casts made here
     for (Value *in : g.inputs())
@@ -116,13 +108,12 @@ private:
     rounded.insert(r);
   }
 
-  std::optional<DType> half_;
 };
 
 } // namespace
 
 PassInfo mixedPrecisionPass() {
-  return {"mixed-precision", "Round every activation through bf16 or fp16 (weights stay fp32 masters)",
+  return {"mixed-precision", "Round every activation through bf16 or fp16",
           "Before add-loss and autodiff: each float32 value a node computes, and each float32 graph input, "
           "is read through a Cast to the half type and back, so activations and (after autodiff) gradients "
           "carry half precision while the compute and the weights stay fp32.",

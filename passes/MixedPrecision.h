@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include "compiler/pass/PassManager.h"
 #include "llvm/ADT/StringSwitch.h"
 #include <optional>
 
@@ -17,6 +18,26 @@ inline std::optional<DType> parseHalfType(llvm::StringRef name) {
       .Case("fp16", DType::F16)
       .Default(std::nullopt);
 }
+
+/// A pass whose required option dtype=bf16|fp16 names the half type.
+class HalfTypePass : public Pass {
+public:
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
+    if (key != "dtype")
+      return Pass::setOption(key, value);
+    half_ = parseHalfType(value);
+    if (!half_)
+      return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
+    return llvm::Error::success();
+  }
+
+protected:
+  /// An error naming the missing option, unless dtype was given.
+  llvm::Error requireHalfType() {
+    return half_ ? llvm::Error::success() : passError(name(), "option dtype (bf16 or fp16) is required");
+  }
+  std::optional<DType> half_;
+};
 
 /// Ops whose float results are some of their float operands' elements,
 /// moved: of rounded operands, already rounded.

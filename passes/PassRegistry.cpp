@@ -13,7 +13,8 @@ void registerAllPasses() {
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
                              insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass,
                              classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass,
-                             copySharedWeightsPass, mixedPrecisionPass, saveHalfActivationsPass, halfGradientsPass})
+                             copySharedWeightsPass, mixedPrecisionPass, saveHalfActivationsPass, halfGradientsPass,
+                             halfParametersPass})
     PassRegistry::get().add(make());
 }
 

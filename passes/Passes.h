@@ -40,5 +40,6 @@ PassInfo copySharedWeightsPass();
 PassInfo mixedPrecisionPass();
 PassInfo saveHalfActivationsPass();
 PassInfo halfGradientsPass();
+PassInfo halfParametersPass();
 
 } // namespace partita

@@ -115,6 +115,10 @@ public:
           want = layoutOf(w, ax);
       if (shardedOutputs_ && out->definingNode() && out->definingNode()->is("AdamW", "partita") && !l.partial)
         want = l;
+      // A half parameter's update (half-parameters: a Cast of AdamW's) is laid out as the parameter.
+      if (llvm::StringRef p(out->name()); shardedOutputs_ && p.consume_front("updated."))
+        if (const Value *w = g.findValue(p); w && w->definingNode() && w->definingNode()->is("Weight"))
+          want = layoutOf(w, ax);
       if (l != want)
         g.replaceGraphOutput(out, reshard(out, want));
     }

@@ -49,6 +49,9 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
           saved.push_back(v);
   llvm::DenseSet<const Value *> isSaved(saved.begin(), saved.end());
 
+  auto readBy = [&](const Value *v, const std::string &program) {
+    return llvm::any_of(v->users(), [&](const Node *u) { return !isLeaf(u) && programOf.lookup(u) == program; });
+  };
   ProgramSplit out;
   for (const Value *v : saved)
     out.saved.push_back(v->name());
@@ -74,8 +77,8 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
         const Node *def = in->definingNode();
         if (def && def->is("Constant")) {
           copyNode(def);
-        } else if (def && def->is("Weight") && p == forward) {
-          copyNode(def);
+        } else if (def && def->is("Weight") && (p == forward || (p == optimizer_io::kStep && !readBy(in, forward)))) {
+          copyNode(def); // the forward's weights; the step's own (a master copy, half-parameters)
         } else if ((def && def->is("Weight") && (p == optimizer_io::kBackward || p == optimizer_io::kStep)) ||
                    (isSaved.count(in) && p == optimizer_io::kBackward)) {
           // What the runtime binds: the forward's weights (the backward's

@@ -7,7 +7,9 @@
 // "forward". Programs meet through graph inputs, outputs and weights: a
 // weight the backward or the step reads becomes an input of that program of
 // the same name, type and sharding (the runtime binds it to the forward
-// program's buffer); a constant is copied into each program that reads it. The one
+// program's buffer), unless the forward does not read it: then it is the
+// step's own (mixed precision's master copies); a constant is copied into
+// each program that reads it. The one
 // other edge allowed is forward -> backward: an activation the backward
 // reads is saved, an output of the forward and an input of the backward of
 // the same name (what a schedule keeps between a micro-batch's forward and

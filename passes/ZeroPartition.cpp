@@ -254,8 +254,9 @@ private:
     return x == y;
   }
 
+  /// `v` (of any float type: a half gradient or parameter keeps it) as its rank's part of flat buffer `f`.
   static void retype(Value *v, const Flat &f) {
-    v->type() = f.type;
+    v->type() = TensorType{v->type().dtype, f.type.shape, true};
     v->sharding() = f.owned;
   }
   /// AdamW's moments and results become the rank's parts of flat buffers.
@@ -266,26 +267,71 @@ private:
       retype(out, f);
   }
 
+  /// The accumulated gradient AdamW `a` reads: its operand, or what that
+  /// widens (a half gradient, mixed precision's).
+  static Value *accumulatedOf(Node *a) {
+    Value *g = a->input(4);
+    Node *d = g->definingNode();
+    return d && d->is("Cast") ? d->input(0) : g;
+  }
+
   /// AdamW's operands as add-optimizer makes them: the gradient and moments are graph inputs.
   llvm::Error checkOperands(Graph &g, Node *a) const {
     if (a->numInputs() < 7)
       return passError(name(), "node " + a->describe() + " has fewer than 7 operands");
     for (size_t i = 4; i < 7; ++i)
-      if (!g.isGraphInput(a->input(i)))
+      if (!g.isGraphInput(i == 4 ? accumulatedOf(a) : a->input(i)))
         return passError(name(), "node " + a->describe() + ": operand %" + a->input(i)->name() +
                                      " is not a graph input (add-optimizer makes the gradient and moments inputs)");
     return llvm::Error::success();
   }
 
+  /// Mixed precision (half-parameters): AdamW updates the float32 master
+  /// copy (a weight of the step) of half parameter `param`, whose new value
+  /// is the rounding of AdamW's result (`round`, a Cast).
+  struct HalfParameter {
+    Value *param;
+    Node *round;
+  };
+  llvm::Expected<std::optional<HalfParameter>> halfParameterOf(Graph &g, Node *a) const {
+    Value *m = a->input(3);
+    llvm::StringRef p(m->name());
+    if (!m->definingNode() || !m->definingNode()->is("Weight") || !p.consume_front(io::master("")))
+      return std::nullopt;
+    Value *param = g.findValue(p);
+    Node *round = nullptr;
+    for (Node *u : a->output(0)->users())
+      if (u->is("Cast") && g.isGraphOutput(u->output()))
+        round = u;
+    if (!param || !param->definingNode() || !param->definingNode()->is("Weight") || !round)
+      return passError(name(), "node " + a->describe() + " updates master copy %" + m->name() +
+                                   ", but the graph has no weight %" + p + " its rounded result updates "
+                                   "(half-parameters makes both)");
+    return HalfParameter{param, round};
+  }
+
   llvm::Error partition(Graph &g, Node *a) {
     if (auto err = checkOperands(g, a))
       return err;
-    Value *w = a->input(3), *grad = a->input(4);
+    Value *w = a->input(3), *grad = accumulatedOf(a);
+    auto half = halfParameterOf(g, a);
+    if (!half)
+      return half.takeError();
     auto flat = flatOf(w);
     if (!flat)
       return flat.takeError();
     const Flat &f = *flat;
     std::string step = a->stringAttr(io::kProgramAttr, "");
+    if (*half) { // the master is stored partitioned; the rounded part is gathered in the half type
+      Value *param = (*half)->param, *rounded = (*half)->round->output();
+      if (auto err = partitionGradient(g, param, grad, f))
+        return err;
+      retypeState(a, f);
+      if (auto err = partitionStorage(g, w, f, "#zero" + std::to_string(stage_)))
+        return err;
+      retype(rounded, f);
+      return gatherUpdate(g, (*half)->round, rounded, param, f, step);
+    }
     // The parameter's owned part: a local slice of its flat buffer.
     auto wOwned = reshard(g, flatten(g, w, f, step), f.owned, w->name() + ".owned", step);
     if (!wOwned)
@@ -295,8 +341,13 @@ private:
     if (auto err = partitionGradient(g, w, grad, f))
       return err;
     retypeState(a, f);
-    // Every rank's updated part, gathered into the whole parameter.
-    Value *updated = a->output(0);
+    return gatherUpdate(g, a, a->output(0), w, f, step);
+  }
+
+  /// Every rank's updated part (`updated`, made by `anchor`), gathered into
+  /// the whole parameter `w`, which becomes the graph's output.
+  llvm::Error gatherUpdate(Graph &g, Node *anchor, Value *updated, const Value *w, const Flat &f,
+                           const std::string &step) {
     auto whole = reshard(g, updated, f.perBlock, updated->name() + ".gathered", step);
     if (!whole)
       return whole.takeError();
@@ -306,8 +357,26 @@ private:
     u->output()->type() = w->type();
     u->output()->sharding() = w->sharding();
     made(u, step);
-    place(a, /*before=*/false);
+    place(anchor, /*before=*/false);
     g.replaceGraphOutput(updated, u->output());
+    return llvm::Error::success();
+  }
+
+  /// Weight `w` becomes its owned part of its flat buffer `f` (a Weight
+  /// whose reference is a range of it, under the store's key + `suffix`).
+  llvm::Error partitionStorage(Graph &g, Value *w, const Flat &f, const std::string &suffix) {
+    Node *wn = w->definingNode();
+    if (!wn || !wn->is("Weight"))
+      return passError(name(), "%" + w->name() + " is no weight: only stored parameters are partitioned");
+    if (f.outer != 1)
+      return passError(name(), "weight %" + w->name() + " is split with an outer factor (" + shardingOf(w).str() +
+                                   "): a partitioned weight is a range of its stored blocks, which needs "
+                                   "each block contiguous");
+    std::string key = wn->stringAttr("name", w->name());
+    WeightRef ref = g.weights.find(key) ? *g.weights.find(key) : WeightRef{w->type()};
+    g.weights.add(key + suffix, ref.flattened(f.dim, f.blocks, f.length));
+    wn->setAttr("name", Attribute::ofString(key + suffix));
+    retype(w, f);
     return llvm::Error::success();
   }
 
@@ -347,18 +416,28 @@ private:
     else
       place(nullptr, /*before=*/true);
     g.replaceGraphOutput(out, *owned);
-    // The optimizer's reads of the accumulated gradient: AdamW (as it is)
-    // and the gradient norm's square sum, now partial over dp.
-    retype(accumulated, f);
-    std::vector<Node *> users = accumulated->users();
+    return partitionReaders(accumulated, f);
+  }
+
+  /// The optimizer's reads of accumulated gradient `v` (or of its widening,
+  /// a Cast): AdamW (as it is) and the gradient norm's square sum, now
+  /// partial over dp.
+  llvm::Error partitionReaders(Value *v, const Flat &f) {
+    retype(v, f);
+    std::vector<Node *> users = v->users();
     std::sort(users.begin(), users.end());
     users.erase(std::unique(users.begin(), users.end()), users.end()); // Mul(g, g) reads it twice
     for (Node *u : users) {
       if (u->is("AdamW", "partita"))
         continue;
-      if (!u->is("Mul") || u->input(0) != accumulated || u->input(1) != accumulated || u->output()->users().size() != 1 ||
+      if (u->is("Cast")) {
+        if (auto err = partitionReaders(u->output(), f))
+          return err;
+        continue;
+      }
+      if (!u->is("Mul") || u->input(0) != v || u->input(1) != v || u->output()->users().size() != 1 ||
           !u->output()->users()[0]->is("ReduceSum"))
-        return passError(name(), "node " + u->describe() + " reads the gradient %" + accumulated->name() +
+        return passError(name(), "node " + u->describe() + " reads the gradient %" + v->name() +
                                      " other than the gradient norm's square sum; it cannot read a partitioned one");
       retype(u->output(), f);
       squareSums_.push_back(u->output()->users()[0]->output());
@@ -371,22 +450,27 @@ private:
   llvm::Error partitionParameter(Graph &g, Node *a) {
     if (auto err = checkOperands(g, a))
       return err;
-    Value *w = a->input(3), *grad = a->input(4);
-    Node *wn = w->definingNode();
-    if (!wn || !wn->is("Weight"))
+    Value *grad = accumulatedOf(a);
+    auto half = halfParameterOf(g, a);
+    if (!half)
+      return half.takeError();
+    // Mixed precision partitions the half parameter and its float32 master alike.
+    Value *w = *half ? (*half)->param : a->input(3);
+    if (!w->definingNode() || !w->definingNode()->is("Weight"))
       return passError(name(), "node " + a->describe() + " updates %" + w->name() +
                                    ", which is no weight: stage 3 partitions stored parameters");
     auto flat = flatOf(w);
     if (!flat)
       return flat.takeError();
     const Flat &f = *flat;
-    if (f.outer != 1)
-      return passError(name(), "weight %" + w->name() + " is split with an outer factor (" + shardingOf(w).str() +
-                                   "): stage 3 keeps a parameter as a range of its stored blocks, which needs "
-                                   "each block contiguous");
     if (auto err = partitionGradient(g, w, grad, f))
       return err;
     retypeState(a, f);
+    if (*half) {
+      if (auto err = partitionStorage(g, a->input(3), f, "#zero3"))
+        return err;
+      retype((*half)->round->output(), f); // the half part, updated in place
+    }
     // Its readers, by program, before the weight changes type.
     std::map<std::string, std::vector<Node *>> readers;
     for (Node *u : w->users())
@@ -397,12 +481,8 @@ private:
       }
     TensorType whole = w->type();
     std::optional<Sharding> wholeSharding = w->sharding();
-    std::string key = wn->stringAttr("name", w->name());
-    WeightRef ref = g.weights.find(key) ? *g.weights.find(key) : WeightRef{whole};
-    std::string partKey = key + "#zero3";
-    g.weights.add(partKey, ref.flattened(f.dim, f.blocks, f.length));
-    wn->setAttr("name", Attribute::ofString(partKey));
-    retype(w, f);
+    if (auto err = partitionStorage(g, w, f, "#zero3"))
+      return err;
     flatOfPart_[w] = f;
     Gathered entry{w};
     for (auto &[program, users] : readers) {

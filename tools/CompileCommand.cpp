@@ -200,9 +200,12 @@ static llvm::Error recordParameters(const Graph &global, const Graph &partitione
     if (!gw || !gw->definingNode() || !gw->definingNode()->is("Weight"))
       return fail("parameter " + n + " is no weight of the global graph");
     names.push_back(n.str());
-    const Value *held = partitioned.findValue(n); // ZeRO-3: the rank's part of the flat buffer
+    // What the launcher writes back: the parameter, or mixed precision's
+    // float32 master copy of it (half-parameters).
+    std::string written = global.findValue(optimizer_io::master(n.str())) ? optimizer_io::master(n.str()) : n.str();
+    const Value *held = partitioned.findValue(written); // ZeRO: the rank's part of the flat buffer
     parts.push_back(held && held->sharding() && layoutOf(held, "dp").str() != "R");
-    TensorType shard = gw->type(); // the rank's shard of the weight (ZeRO-2's gradient is a flat part of it)
+    TensorType shard = global.findValue(written)->type(); // the rank's shard of the weight (ZeRO-2's gradient is a flat part of it)
     if (gw->sharding())
       shard.shape = gw->sharding()->localShape(global.mesh, shard.shape);
     types.push_back(shard);
@@ -399,6 +402,9 @@ static llvm::Error compile(llvm::StringRef dir) {
   AdamWOptions adamw{adamBeta1, adamBeta2, adamEps, weightDecay};
   if (train)
     pm.add(createAddOptimizer(adamw));
+  if (train && precision != "fp32") // half parameters, float32 masters beside the moments
+    if (auto err = pm.addPipeline("half-parameters{dtype=" + precision + "}"))
+      return err;
   if (auto err = pm.run(g))
     return err;
   for (const Node *n : g.nodes())
@@ -448,7 +454,9 @@ static llvm::Error compile(llvm::StringRef dir) {
   // ZeRO-3 turns each trained weight into its flat part: the parameters
   // are recorded (merge's shard types and targets) from the weights as
   // they were, and the launcher writes whole shards back.
-  std::unique_ptr<Graph> unpartitioned = dp > 1 && zero >= 3 ? cloneGraph(g) : nullptr;
+  // So does every ZeRO stage to a float32 master copy (half-parameters).
+  std::unique_ptr<Graph> unpartitioned =
+      dp > 1 && (zero >= 3 || (zero >= 1 && precision != "fp32")) ? cloneGraph(g) : nullptr;
   if (dp > 1) {
     PassManager dpm;
     dpm.verifyEach = true;

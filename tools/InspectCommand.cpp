@@ -170,9 +170,10 @@ int inspectMain() {
   auto &os = llvm::outs();
   os << "plan: " << plan->mesh.str() << ", " << plan->worldSize() << " ranks\n";
   if (plan->precision != "fp32")
-    os << "precision: " << plan->precision << " activations and gradients (saved and communicated in "
-       << plan->precision << "), fp32 compute, fp32 master weights and AdamW moments"
-       << (plan->precision == "fp16" ? "; loss scaling at launch" : "") << "\n";
+    os << "precision: " << plan->precision << " parameters, activations and gradients (held, saved and "
+       << "communicated in " << plan->precision << "), fp32 compute, fp32 master weights beside the AdamW "
+       << "moments (partitioned with them under ZeRO)" << (plan->precision == "fp16" ? "; loss scaling at launch" : "")
+       << "\n";
   for (const auto &[axis, gs] : plan->groups) {
     os << "  groups along " << axis << ":";
     for (const auto &g : gs) {
@@ -213,7 +214,8 @@ int inspectMain() {
   os << header;
   /// What one program costs; dp replicas share a program, sized once.
   struct Sizes {
-    double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0, grads = 0, moments = 0;
+    double weights = 0, arena = 0, outputs = 0, comm = 0, params = 0, grads = 0, moments = 0, masters = 0,
+           gradSums = 0;
     int collectives = 0;
     double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
     double summedInside = 0; // gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
@@ -258,16 +260,23 @@ int inspectMain() {
     for (const Value *out : (*g)->outputs())
       if ((*program)->deferredInside(out->name()))
         z.summedInside += static_cast<double>(out->type().numel() * static_cast<int64_t>(dtypeSize(out->type().dtype)));
-    for (const std::string &name : plan->params)
+    for (const std::string &name : plan->params) {
       if (const rt::TensorView *p = (*program)->staticTensor(name))
         z.params += static_cast<double>(p->bytes());
+      // Mixed precision's float32 master copies (half-parameters): optimizer states.
+      if (const rt::TensorView *m = (*program)->staticTensor(optimizer_io::master(name)))
+        z.masters += static_cast<double>(m->bytes());
+    }
     // The optimizer's state as the step reads it: whole, or under ZeRO the
     // rank's part (moments from stage 1, gradients from stage 2).
     for (const Value *in : (*g)->inputs()) {
       llvm::StringRef n(in->name());
       double bytes = static_cast<double>(in->type().numel() * static_cast<int64_t>(dtypeSize(in->type().dtype)));
-      if (n.startswith(optimizer_io::gradient("")))
+      if (n.startswith(optimizer_io::gradient(""))) {
         z.grads += bytes;
+        // Over micro-batches the runtime sums gradients in float32, half ones too (GradientAccumulator.h).
+        z.gradSums += static_cast<double>(in->type().numel() * 4);
+      }
       else if (n.startswith(optimizer_io::moment1("")) || n.startswith(optimizer_io::moment2("")))
         z.moments += bytes;
     }
@@ -296,7 +305,8 @@ int inspectMain() {
       auto one = sizeOf(r.program(name));
       if (!one)
         return reportError(tool, one.takeError());
-      add(rt::MemoryCategory::Parameters, (*one)->weights);
+      add(rt::MemoryCategory::Parameters, (*one)->weights - (*one)->masters);
+      add(rt::MemoryCategory::OptimizerStates, (*one)->masters);
       if (base != optimizer_io::kStep)
         add(base == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
             (*one)->outputs);
@@ -308,8 +318,10 @@ int inspectMain() {
       if (base != "step") // the step's outputs are bound to the parameters and moments (counted below)
         z.outputs += (*one)->outputs;
       z.params += (*one)->params;
+      z.masters += (*one)->masters;
       if (base == optimizer_io::kStep) {
         z.grads += (*one)->grads;
+        z.gradSums += (*one)->gradSums;
         z.moments += (*one)->moments;
       }
       z.comm += (*one)->comm;
@@ -323,7 +335,7 @@ int inspectMain() {
     add(rt::MemoryCategory::Activations, inFlightBytes(*plan, r));
     add(rt::MemoryCategory::OptimizerStates, z.moments);
     if (microBatches > 1) // the gradient sums over micro-batches the runtime keeps
-      add(rt::MemoryCategory::Gradients, z.grads - summedInside);
+      add(rt::MemoryCategory::Gradients, z.gradSums - summedInside);
     size_t peak = 0;
     for (size_t bytes : predicted)
       peak += bytes;
@@ -334,8 +346,11 @@ int inspectMain() {
       // Training: the parameters this rank updates, the gradients it
       // accumulates and AdamW's two moments, as the step reads them (under
       // ZeRO the rank's parts; the collectives are among those above).
-      os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB\n",
+      os << llvm::format("       training: parameters %.3f MB, gradients %.3f MB, AdamW moments %.3f MB",
                          z.params / 1e6, z.grads / 1e6, z.moments / 1e6);
+      if (z.masters > 0)
+        os << llvm::format(", fp32 master weights %.3f MB", z.masters / 1e6);
+      os << "\n";
     }
     double shared = sharedGradientBytes(*plan, r, z.sendTo);
     if (!z.sendTo.empty())

@@ -309,7 +309,7 @@ Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref
   g.weights.add(name, ref);
   Node *n = g.createNode("Weight", {}, {name});
   n->setAttr("name", Attribute::ofString(name));
-  n->output()->type() = ref.type;
+  n->output()->type() = ref.heldType();
   return n->output();
 }
 

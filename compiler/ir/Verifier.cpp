@@ -53,8 +53,8 @@ llvm::Error verifyGraph(const Graph &g) {
       const WeightRef *ref = g.weights.find(n->stringAttr("name", ""));
       if (!ref)
         return fail(where + ": weight '" + n->stringAttr("name", "") + "' is not declared");
-      if (ref->type.dtype != n->output()->type().dtype || ref->type.shape != n->output()->type().shape)
-        return fail(where + ": weight type " + ref->type.str() + " differs from " +
+      if (ref->heldType().dtype != n->output()->type().dtype || ref->type.shape != n->output()->type().shape)
+        return fail(where + ": weight type " + ref->heldType().str() + " differs from " +
                     n->output()->type().str());
     }
     std::vector<TensorType> recorded;

@@ -336,11 +336,27 @@ static llvm::Expected<Tensor> loadRef(const WeightRef &ref, llvm::StringRef name
   return Tensor(ref.type.dtype, ref.type.shape, std::move(out));
 }
 
+/// loadRef's tensor in the type programs hold (WeightRef::loadAs).
+static llvm::Expected<Tensor> loadHeld(const WeightRef &ref, llvm::StringRef name) {
+  auto stored = loadRef(ref, name);
+  if (!stored || !ref.loadAs || *ref.loadAs == ref.type.dtype)
+    return stored;
+  if (ref.type.dtype != DType::F32 || !isHalfFloat(*ref.loadAs))
+    return weightError(name, "held as " + dtypeName(*ref.loadAs) + " but stored as " + dtypeName(ref.type.dtype) +
+                                 ": only float32 weights are held rounded to bf16 or fp16");
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(stored->numel()) * 2);
+  const float *src = reinterpret_cast<const float *>(stored->data());
+  uint16_t *dst = reinterpret_cast<uint16_t *>(bytes->data());
+  for (int64_t i = 0, n = stored->numel(); i < n; ++i)
+    dst[i] = roundToHalf(*ref.loadAs, src[i]);
+  return Tensor(*ref.loadAs, ref.type.shape, std::move(bytes));
+}
+
 llvm::Expected<Tensor> WeightStore::load(llvm::StringRef name) const {
   const WeightRef *ref = find(name);
   if (!ref || !ref->hasData())
     return weightError(name, "no data is attached (graph parsed from IR text?)");
-  return loadRef(*ref, name);
+  return loadHeld(*ref, name);
 }
 
 llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
@@ -354,7 +370,7 @@ llvm::Expected<Tensor> WeightStore::loadBox(llvm::StringRef name, llvm::ArrayRef
     inside = start[d] >= 0 && size[d] >= 0 && start[d] + size[d] <= shape[d];
   if (!inside)
     return weightError(name, "box outside the tensor " + ref->type.str());
-  return loadRef(ref->view(start, size), name);
+  return loadHeld(ref->view(start, size), name);
 }
 
 } // namespace partita

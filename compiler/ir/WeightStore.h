@@ -49,8 +49,14 @@ struct WeightRef {
   std::string source;
   /// Set: the logical tensor is a 1-D part of this weight's flat buffer.
   std::optional<FlatPart> flat;
+  /// Set: programs hold the weight in this type, its stored float32
+  /// elements rounded to it as they are loaded (mixed precision's half
+  /// parameters, passes/HalfParameters.cpp); `type` stays the stored one.
+  std::optional<DType> loadAs;
 
   bool hasData() const { return inlineBytes || !file.empty(); }
+  /// The type programs hold: `type` with loadAs's dtype.
+  TensorType heldType() const { return TensorType{loadAs.value_or(type.dtype), type.shape, type.known}; }
   /// This weight restricted to `start` + `size` (relative to this view).
   WeightRef view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const;
   /// This weight transposed by `perm` (numpy.transpose; composes with an

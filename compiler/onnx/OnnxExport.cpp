@@ -84,16 +84,26 @@ void writeReference(onnx::TensorProto &t, const std::string &name, const WeightR
     }
   }
   uint64_t numel = static_cast<uint64_t>(numElements(ref.type.shape));
-  if (contiguous) {
-    setExternal(t, name, ref.type, file, ref.offset + static_cast<uint64_t>(first) * elem, numel * elem);
-    return;
-  }
-  setExternal(t, name, ref.type, file, ref.offset, static_cast<uint64_t>(numElements(stored)) * elem);
   auto kv = [&](const char *k, const std::string &v) {
     auto *e = t.add_external_data();
     e->set_key(k);
     e->set_value(v);
   };
+  // A half parameter (WeightRef::loadAs) declares the type it is held in
+  // and says its bytes are the stored float32 ones.
+  auto held = [&] {
+    if (!ref.loadAs)
+      return;
+    t.set_data_type(dtypeToOnnx(*ref.loadAs));
+    kv("partita_stored_type", std::to_string(dtypeToOnnx(ref.type.dtype)));
+  };
+  if (contiguous) {
+    setExternal(t, name, ref.type, file, ref.offset + static_cast<uint64_t>(first) * elem, numel * elem);
+    held();
+    return;
+  }
+  setExternal(t, name, ref.type, file, ref.offset, static_cast<uint64_t>(numElements(stored)) * elem);
+  held();
   kv("partita_stored_shape", joinInts(stored));
   if (!ref.viewStart.empty())
     kv("partita_view_start", joinInts(ref.viewStart));

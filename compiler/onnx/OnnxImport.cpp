@@ -295,6 +295,17 @@ private:
   /// shape, the box and the permutation (logical = transpose(stored, perm)).
   llvm::Error readSlice(const onnx::TensorProto &t, const TensorType &declared, WeightRef &ref, size_t &expected) {
     Shape stored, start, perm;
+    for (const auto &kv : t.external_data()) // a half parameter's float32 bytes (WeightRef::loadAs)
+      if (kv.key() == "partita_stored_type") {
+        int64_t code = 0;
+        if (llvm::StringRef(kv.value()).getAsInteger(10, code) || dtypeFromOnnx(static_cast<int>(code)) != DType::F32 ||
+            !isHalfFloat(declared.dtype))
+          return fail("initializer '" + t.name() + "' has external data partita_stored_type '" + kv.value() +
+                      "': a bf16 or fp16 initializer may be stored as float32 (1), nothing else");
+        ref.loadAs = declared.dtype;
+        expected = static_cast<size_t>(declared.numel()) * dtypeSize(DType::F32);
+      }
+    size_t elem = dtypeSize(ref.loadAs ? DType::F32 : declared.dtype);
     for (const auto &kv : t.external_data()) {
       llvm::StringRef key(kv.key());
       Shape *dst = key == "partita_stored_shape" ? &stored : key == "partita_view_start" ? &start
@@ -328,7 +339,7 @@ private:
     ref.storedShape = stored;
     ref.viewStart = start;
     ref.perm.assign(perm.begin(), perm.end());
-    expected = static_cast<size_t>(numElements(stored)) * dtypeSize(declared.dtype);
+    expected = static_cast<size_t>(numElements(stored)) * elem;
     return llvm::Error::success();
   }
 
@@ -415,6 +426,8 @@ private:
       ref.length = expected;
     }
     ref.type = type;
+    if (ref.loadAs) // held as declared, stored as float32
+      ref.type.dtype = DType::F32;
     ref.source = t.name();
     g_->weights.add(t.name(), ref);
     Node *n = g_->createNode("Weight", {}, {t.name()});

@@ -410,6 +410,15 @@ llvm::Error Program::allocateRunBuffers() {
   return llvm::Error::success();
 }
 
+void Program::setWeightCategory(llvm::StringRef name, MemoryCategory c) {
+  auto it = staticByName_.find(name);
+  if (it == staticByName_.end())
+    return;
+  size_t bytes = it->second.bytes();
+  staticsCharge_.resize(staticsCharge_.bytes() - std::min(bytes, staticsCharge_.bytes()));
+  recategorized_.emplace_back(c, bytes);
+}
+
 void Program::setOutputCategory(MemoryCategory c) {
   for (MemoryCharge &charge : outputCharges_)
     charge.setCategory(c);

@@ -68,6 +68,9 @@ public:
   /// activations. An output gets its buffer at the first run, unless
   /// bindOutput gave it one before.
   void setOutputCategory(MemoryCategory c);
+  /// Charges weight `name` (a static tensor) to category `c` rather than
+  /// Parameters (mixed precision's master copies: optimizer states).
+  void setWeightCategory(llvm::StringRef name, MemoryCategory c);
   /// The bytes its kernels keep between runs in category `c` (staging:
   /// communication; reordered weights: workspace): what they charge to the
   /// ledger once they have run.
@@ -179,6 +182,7 @@ private:
   std::vector<void *> outputBlocks_; // output buffers laid back to back for one step (a bucket)
   std::vector<MemoryCharge> outputBlockCharges_;
   MemoryCharge staticsCharge_{MemoryCategory::Parameters, 0};
+  std::vector<MemoryCharge> recategorized_; // statics setWeightCategory moved out of staticsCharge_
   MemoryCategory outputCategory_ = MemoryCategory::Activations;
   llvm::Error allocateRunBuffers(); // the output buffers and the arena: what a run needs that load does not make
   std::shared_ptr<void> arena_; // shared with the programs of shareArena; made at the first run

@@ -53,15 +53,24 @@ llvm::Error StageLinks::sendSharedGradient(llvm::StringRef param, const TensorVi
 
 llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorView &grad) {
   const Link *l = sharedLink(param);
-  if (!l || grad.dtype != DType::F32)
-    return fail("stage shares no f32 weight '" + param + "' with another");
-  std::vector<float> theirs(static_cast<size_t>(grad.numel()));
-  if (auto err = pp_->recv(theirs.data(), theirs.size(), DType::F32, l->peer, l->tag))
+  if (!l || (grad.dtype != DType::F32 && !isHalfFloat(grad.dtype)))
+    return fail("stage shares no f32 (or bf16, fp16) weight '" + param + "' with another");
+  std::vector<uint8_t> theirs(grad.bytes());
+  if (auto err = pp_->recv(theirs.data(), static_cast<size_t>(grad.numel()), grad.dtype, l->peer, l->tag))
     return fail("receiving the gradient of shared weight '" + param + "' from " + pipelinePeer(l->peerStage, "pp", l->peer) + ": " +
                 llvm::toString(std::move(err)));
-  float *g = static_cast<float *>(grad.data);
-  for (size_t k = 0; k < theirs.size(); ++k)
-    g[k] += theirs[k];
+  int64_t n = grad.numel();
+  if (grad.dtype == DType::F32) {
+    float *g = static_cast<float *>(grad.data);
+    const float *t = reinterpret_cast<const float *>(theirs.data());
+    for (int64_t k = 0; k < n; ++k)
+      g[k] += t[k];
+    return llvm::Error::success();
+  }
+  uint16_t *g = static_cast<uint16_t *>(grad.data); // a half gradient: summed in float32, rounded once
+  const uint16_t *t = reinterpret_cast<const uint16_t *>(theirs.data());
+  for (int64_t k = 0; k < n; ++k)
+    g[k] = roundToHalf(grad.dtype, widenHalf(grad.dtype, g[k]) + widenHalf(grad.dtype, t[k]));
   return llvm::Error::success();
 }
 

@@ -31,11 +31,17 @@ llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std:
                                 {io::updated(io::moment2(p)), viewOf(s.moments2_[i]).data}})
       if (auto err = step.bindOutput(name, buffer))
         return std::move(err);
+    // Mixed precision: AdamW updates the step's float32 master copy in
+    // place, and updated.<p> (bound above) is its rounding (half-parameters).
+    if (const TensorView *master = step.staticTensor(io::master(p)))
+      if (auto err = step.bindOutput(io::updated(io::master(p)), master->data))
+        return std::move(err);
+    s.readsParam_.push_back(step.inputType(p) != nullptr);
   }
   return s;
 }
 
-llvm::Error AdamWState::apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<float *> grads) {
+llvm::Error AdamWState::apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<TensorView> grads) {
   float bc1 = static_cast<float>(1.0 - std::pow(options_.beta1, t)),
         bc2 = static_cast<float>(1.0 - std::pow(options_.beta2, t));
   Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {lr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
@@ -48,8 +54,9 @@ llvm::Error AdamWState::apply(int64_t t, float lr, float gradScale, llvm::ArrayR
   feeds[io::kGradScale] = viewOf(scaleT);
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string &p = names_[i];
-    feeds[p] = *params_[i];
-    feeds[io::gradient(p)] = TensorView{DType::F32, gradShapes_[i], grads[i]};
+    if (readsParam_[i]) // not with a master copy
+      feeds[p] = *params_[i];
+    feeds[io::gradient(p)] = TensorView{grads[i].dtype, gradShapes_[i], grads[i].data};
     feeds[io::moment1(p)] = viewOf(moments1_[i]);
     feeds[io::moment2(p)] = viewOf(moments2_[i]);
   }

@@ -24,9 +24,10 @@ public:
   static llvm::Expected<AdamWState> create(Program &step, llvm::ArrayRef<std::string> names,
                                            llvm::ArrayRef<const TensorView *> params, const AdamWOptions &options);
   /// Optimizer step `t` (1-based) at learning rate `lr` with parameter i's
-  /// gradient at grads[i] (f32, shaped as the step reads it: like the
-  /// parameter, or under ZeRO this rank's part of it), multiplied by `gradScale`.
-  llvm::Error apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<float *> grads);
+  /// gradient grads[i] (f32 or mixed precision's half type, as many elements
+  /// as the step reads: like the parameter, or under ZeRO this rank's part
+  /// of it), multiplied by `gradScale`.
+  llvm::Error apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<TensorView> grads);
 
 private:
   AdamWState(Program &step, llvm::ArrayRef<std::string> names, llvm::ArrayRef<const TensorView *> params,
@@ -39,6 +40,7 @@ private:
   std::vector<Tensor> moments1_, moments2_;
   MemoryCharge charge_{MemoryCategory::OptimizerStates, 0}; // the moments
   std::vector<Shape> gradShapes_;
+  std::vector<bool> readsParam_; // the step reads parameter i (no float32 master copy of it)
 };
 
 } // namespace partita::rt

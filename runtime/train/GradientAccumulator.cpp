@@ -13,6 +13,7 @@ GradientAccumulator::GradientAccumulator(Program *loss, Program &gradients, std:
   for (const std::string &n : names_)
     outputIndex_.push_back(std::find(outs.begin(), outs.end(), n) - outs.begin());
   grads_.assign(names_.size(), nullptr);
+  dtypes_.assign(names_.size(), DType::F32);
   deferred_.assign(names_.size(), false);
   if (micro_ == 1)
     return;
@@ -81,8 +82,12 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
   bool last = micro + 1 == micro_;
   for (size_t i = 0; i < names_.size(); ++i) {
     const TensorView &out = outputs[outputIndex_[i]];
-    if (out.dtype != DType::F32) { // a half gradient (mixed precision), widened as it is summed
-      addHalf(i, micro, out);
+    dtypes_[i] = out.dtype;
+    if (out.dtype != DType::F32) { // a half gradient (mixed precision)
+      if (micro_ == 1)
+        grads_[i] = out.data;
+      else
+        addHalf(i, micro, out);
       continue;
     }
     float *g = static_cast<float *>(out.data);
@@ -106,23 +111,23 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
 }
 
 void GradientAccumulator::addHalf(size_t i, int64_t micro, const TensorView &out) {
-  if (sums_.size() < names_.size()) // one micro-batch: no sums were made for float gradients
-    sums_.resize(names_.size());
   std::vector<float> &acc = sums_[i];
-  if (acc.empty()) { // a half gradient is always summed here, one micro-batch too
+  if (acc.empty()) { // made for float gradients (deferred or held inside ones have none)
     acc.resize(static_cast<size_t>(numel_[i]));
     sumsCharge_.resize(sumsCharge_.bytes() + acc.size() * sizeof(float));
   }
-  const auto *h = static_cast<const uint16_t *>(out.data);
-  bool first = micro == 0;
+  auto *h = static_cast<uint16_t *>(out.data);
+  bool first = micro == 0, last = micro + 1 == micro_;
   int64_t n = numel_[i];
   float *a = acc.data();
 #pragma omp parallel for if (n > (1 << 16))
   for (int64_t k = 0; k < n; ++k) {
     float v = widenHalf(out.dtype, h[k]);
     a[k] = first ? v : a[k] + v;
+    if (last) // the step reads the sum rounded once, where the program left the last gradient
+      h[k] = roundToHalf(out.dtype, a[k]);
   }
-  grads_[i] = a;
+  grads_[i] = out.data;
 }
 
 } // namespace partita::rt

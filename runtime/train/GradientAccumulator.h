@@ -12,7 +12,8 @@
 // (ZeRO-1's) sums the whole gradients in its own staging and reduces at the
 // last micro-batch: nothing is kept here for it. Gradients the program does
 // not reduce asynchronously (no dp, ZeRO-2's parts) are summed here as they
-// come.
+// come. A half gradient (mixed precision) is handed to the step as it is
+// (one micro-batch), or summed in float32 and rounded once (several).
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/executor/Program.h"
@@ -48,15 +49,18 @@ public:
   void afterGradients(int64_t micro, const std::vector<TensorView> &outputs);
 
   /// Parameter i's gradient summed over the step's micro-batches (after the
-  /// last afterRun; the program's output buffer or a sum kept here).
-  float *gradient(size_t i) const { return grads_[i]; }
+  /// last afterRun; the program's output buffer or a sum kept here), of the
+  /// program's output type: f32, or mixed precision's half type (its sum
+  /// rounded into the last micro-batch's output).
+  TensorView gradient(size_t i) const { return TensorView{dtypes_[i], {numel_[i]}, grads_[i]}; }
   /// The loss summed over the step's micro-batches.
   double lossSum() const { return lossSum_; }
 
 private:
   GradientAccumulator(Program *loss, Program &gradients, std::vector<std::string> gradOutputs,
                       std::vector<int64_t> numel, int64_t microBatches);
-  /// Parameter i's half gradient of micro-batch `micro`, widened into its float sum.
+  /// Parameter i's half gradient of micro-batch `micro`, widened into its
+  /// float sum; at the last, the sum rounded into `out`.
   void addHalf(size_t i, int64_t micro, const TensorView &out);
 
   Program *lossProgram_;
@@ -70,7 +74,8 @@ private:
   bool lossDeferred_ = false;
   std::vector<std::vector<float>> sums_; // per parameter, with several micro-batches
   MemoryCharge sumsCharge_{MemoryCategory::Gradients, 0};
-  std::vector<float *> grads_;
+  std::vector<void *> grads_;
+  std::vector<DType> dtypes_; // the gradient outputs' types
   float lossPartial_ = 0;
   double lossSum_ = 0;
 };

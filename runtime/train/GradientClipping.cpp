@@ -7,14 +7,14 @@
 namespace partita::rt {
 
 llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std::string> names,
-                                          llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<float *> grads) {
+                                          llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<TensorView> grads) {
   llvm::StringMap<TensorView> feeds;
   for (size_t i = 0; i < names.size(); ++i) {
     // Shaped as the program reads it: like the parameter, or (ZeRO-2) the rank's part.
     const TensorType *t = gradNorm.inputType(optimizer_io::gradient(names[i]));
     if (!t) // a stage's copy of a shared weight: counted where the weight is
       continue;
-    feeds[optimizer_io::gradient(names[i])] = TensorView{DType::F32, t->shape, grads[i]};
+    feeds[optimizer_io::gradient(names[i])] = TensorView{grads[i].dtype, t->shape, grads[i].data};
   }
   auto outs = gradNorm.run(feeds);
   if (!outs)

@@ -15,7 +15,7 @@ namespace partita::rt {
 /// shaped as the program reads them: like `params`, or under ZeRO-2 the
 /// rank's part of each) and returns its norm.
 llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std::string> names,
-                                          llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<float *> grads);
+                                          llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<TensorView> grads);
 
 /// The factor that brings a gradient of norm `norm` to at most `maxNorm`
 /// (torch's, with its 1e-6).

@@ -70,6 +70,10 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
     if (!p)
       return fail("the forward program has no weight '" + name + "'");
     params_.push_back(p);
+    // Mixed precision: the step's float32 master copy is what training wrote.
+    const TensorView *master = p_.step->staticTensor(optimizer_io::master(name));
+    written_.push_back(master ? master : p);
+    p_.step->setWeightCategory(optimizer_io::master(name), MemoryCategory::OptimizerStates);
   }
   if (auto err = bindBackwardInputs(feeds))
     return err;
@@ -239,9 +243,9 @@ llvm::Error StageRun::backward(int step, int64_t micro) {
 }
 
 llvm::Expected<double> StageRun::squaredGradientNorm() {
-  std::vector<float *> grads;
+  std::vector<TensorView> grads;
   for (size_t i = 0; i < params_.size(); ++i)
-    grads.push_back(grads_->gradient(i));
+    grads.push_back(gradient(i));
   auto norm = globalGradientNorm(*p_.gradNorm, paramNames_, params_, grads);
   if (!norm)
     return norm.takeError();
@@ -250,9 +254,9 @@ llvm::Expected<double> StageRun::squaredGradientNorm() {
 
 llvm::Error StageRun::step(int step, float lr, float gradScale, bool skip) {
   if (!skip) {
-    std::vector<float *> grads;
+    std::vector<TensorView> grads;
     for (size_t i = 0; i < params_.size(); ++i)
-      grads.push_back(grads_->gradient(i));
+      grads.push_back(gradient(i));
     if (auto err = adam_->apply(step, lr, gradScale, grads))
       return err;
     p_.forward->weightsChanged();
@@ -275,7 +279,7 @@ llvm::Error StageRun::addSharedGradients() {
 }
 
 llvm::Error StageRun::writeParameters(llvm::StringRef outDir) const {
-  return writeParameterShards(outDir, session_.rank(), paramNames_, params_, paramTypes_, paramPartitioned_,
+  return writeParameterShards(outDir, session_.rank(), paramNames_, written_, paramTypes_, paramPartitioned_,
                               session_.axisSize("dp") > 1 ? session_.group("dp") : nullptr);
 }
 

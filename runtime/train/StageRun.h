@@ -100,9 +100,10 @@ private:
   std::vector<TensorType> paramTypes_;
   std::vector<bool> paramPartitioned_;
   std::vector<const TensorView *> params_;
+  std::vector<const TensorView *> written_; // what writeParameters writes: params_, or their master copies
   std::vector<int64_t> gradNumel_; // as the step reads each gradient
   /// The summed gradient of parameter i, as the step reads it.
-  TensorView gradient(size_t i) const { return TensorView{DType::F32, {gradNumel_[i]}, grads_->gradient(i)}; }
+  TensorView gradient(size_t i) const { return grads_->gradient(i); }
   std::vector<size_t> shared_; // the parameters whose gradients another stage's are added to
   std::unique_ptr<GradientAccumulator> grads_;
   std::optional<AdamWState> adam_;

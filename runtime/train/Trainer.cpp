@@ -322,10 +322,13 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     profile_.print(llvm::outs(), o_.steps, rows, o_.profileByNode);
   }
   if (o_.profile && session_.rank() == 0) {
-    double paramBytes = 0; // the rank's whole shards (a ZeRO-3 rank holds a part of each)
+    // The rank's whole shards (a ZeRO-3 rank holds a part of each), in the
+    // gradients' type: mixed precision's half (the paper's psi in fp16).
+    bool half = session_.plan().precision != "fp32";
+    double paramBytes = 0;
     for (const StageRun &c : chunks_)
       for (const TensorType &t : c.paramTypes())
-        paramBytes += static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype));
+        paramBytes += static_cast<double>(t.numel()) * static_cast<double>(half ? 2 : dtypeSize(t.dtype));
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
   }
   if (auto err = PendingSends::process().drain())

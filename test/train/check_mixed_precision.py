@@ -14,7 +14,8 @@ the rounding to compound through the layers and to move the 50-step trajectory (
 GPT fixture: 0.5 u for bf16, 1.2 u for fp16). The bound must also be met for a reason: the half runs must differ from
 fp32 (a precision flag that rounded nothing would pass it trivially), bf16 by more than fp16
 (the coarser type), and all three must learn (final loss 1% below the first at least; random tokens: ln 64 is the floor).
-The half runs must also save what the backward reads in the half type: the bytes of rank 0's
+The half runs must write float32 master weights, most of whose values the half type cannot hold
+(the model's own copy is rounded to it). The half runs must also save what the backward reads in the half type: the bytes of rank 0's
 saved activations (plan.json: its forward program's outputs named in schedule.saved) at most
 0.6 of fp32's (half, plus the fp32 loss's values and what else stays fp32).
 
@@ -94,6 +95,18 @@ for p, least in (("bf16", 1e-4), ("fp16", 1e-6)):
 ok = deviation["bf16"] > deviation["fp16"]
 failed += not ok
 print(f"{'PASS' if ok else 'FAIL'} bf16 deviates more than fp16 ({deviation['bf16']:.2e} > {deviation['fp16']:.2e})")
+# The model computes with its parameters rounded to the half type, and AdamW updates float32
+# master copies (the ZeRO paper's 2 + 2 + 12 layout): what a run writes is the masters, float32
+# values most of which the half type cannot hold (a run writing its rounded copies has none).
+for p in ("bf16", "fp16"):
+    folder = os.path.join(work, p + ".run", "rank0")
+    values = [np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".npy")]
+    flat = np.concatenate([v.ravel() for v in values])
+    exact = flat.view(np.uint32) & 0xFFFF == 0 if p == "bf16" else flat.astype(np.float16).astype(np.float32) == flat
+    ok = all(v.dtype == np.float32 for v in values) and exact.mean() < 0.5
+    failed += not ok
+    print(f"{'PASS' if ok else 'FAIL'} {p} writes float32 master weights: {exact.mean():.1%} of "
+          f"{flat.size} trained values are {p} values")
 for p, l in losses.items():
     ok = l[-1] < 0.99 * l[0]
     failed += not ok

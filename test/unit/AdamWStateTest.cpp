@@ -39,7 +39,7 @@ TEST(AdamWState, TwoStepsMatchTheClosedForm) {
   for (int t = 1; t <= 2; ++t) {
     std::vector<float> gr = grads[t - 1];
     double scale = scales[t - 1];
-    ASSERT_FALSE(llvm::errorToBool(adam->apply(t, static_cast<float>(lr), static_cast<float>(scale), {gr.data()})));
+    ASSERT_FALSE(llvm::errorToBool(adam->apply(t, static_cast<float>(lr), static_cast<float>(scale), {TensorView{DType::F32, {3}, gr.data()}})));
     for (int i = 0; i < 3; ++i) {
       double gi = scale * gr[i];
       ref[i] *= 1 - lr * o.weightDecay;

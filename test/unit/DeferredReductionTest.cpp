@@ -63,8 +63,8 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
     }
     // Sum over ranks (1 + 2) and micro-batches (1 + 2 + 3): 18 times {1, 10, 100}.
     for (int k = 0; k < 3; ++k)
-      if (acc.gradient(0)[k] != 18.f * (k == 0 ? 1.f : k == 1 ? 10.f : 100.f))
-        fail("gradient " + std::to_string(k) + " is " + std::to_string(acc.gradient(0)[k]));
+      if (acc.gradient(0).as<float>()[k] != 18.f * (k == 0 ? 1.f : k == 1 ? 10.f : 100.f))
+        fail("gradient " + std::to_string(k) + " is " + std::to_string(acc.gradient(0).as<float>()[k]));
     if (acc.lossSum() != 18.0 * 111)
       fail("loss sum is " + std::to_string(acc.lossSum()));
   });

@@ -37,7 +37,7 @@ TEST(GradientAccumulator, SumsEveryMicroBatchAndTheLoss) {
       acc.afterGradients(micro, *outs);
     }
     EXPECT_EQ(acc.lossSum(), 66.0);
-    EXPECT_EQ(acc.gradient(0)[0], 12.0f);
-    EXPECT_EQ(acc.gradient(0)[1], 120.0f);
+    EXPECT_EQ(acc.gradient(0).as<float>()[0], 12.0f);
+    EXPECT_EQ(acc.gradient(0).as<float>()[1], 120.0f);
   }
 }

@@ -31,7 +31,7 @@ double normOf(std::vector<float> a, std::vector<float> b) {
   if (!program)
     return NAN;
   TensorView av{DType::F32, {2}, a.data()}, bv{DType::F32, {n}, b.data()};
-  auto norm = globalGradientNorm(**program, {"a", "b"}, {&av, &bv}, {a.data(), b.data()});
+  auto norm = globalGradientNorm(**program, {"a", "b"}, {&av, &bv}, {av, bv});
   EXPECT_TRUE(static_cast<bool>(norm)) << llvm::toString(norm.takeError());
   return norm ? *norm : NAN;
 }

@@ -27,6 +27,36 @@ TEST(WeightStore, ViewIsABoxOfTheStoredTensor) {
   EXPECT_EQ(t->toDoubles(), (std::vector<double>{6, 7, 10, 11}));
 }
 
+// Mixed precision's half parameter: the stored float32 elements rounded as
+// they load (bf16 keeps 8 significant bits: 257 -> 256, 1/3 -> 0x3EAB; fp16
+// 11: 2049 -> 2048, 1/3 -> 0x3555), views and all; the type stays the stored one.
+TEST(WeightStore, LoadAsRoundsToTheHalfType) {
+  Tensor t = Tensor::fromDoubles(DType::F32, {2, 2}, {257.0, 1.0 / 3.0, 2049.0, -0.5});
+  WeightRef r;
+  r.type = t.type();
+  r.inlineBytes = std::make_shared<std::vector<uint8_t>>(t.data(), t.data() + t.byteSize());
+  r.length = t.byteSize();
+  WeightStore s;
+  for (auto [dtype, bits] : {std::pair<DType, std::array<uint16_t, 4>>{DType::BF16, {0x4380, 0x3EAB, 0x4500, 0xBF00}},
+                             {DType::F16, {0x5C04, 0x3555, 0x6800, 0xB800}}}) {
+    WeightRef h = r;
+    h.loadAs = dtype;
+    EXPECT_EQ(h.heldType(), (TensorType{dtype, {2, 2}, true}));
+    s.add("h", h);
+    auto held = s.load("h");
+    ASSERT_TRUE(static_cast<bool>(held)) << llvm::toString(held.takeError());
+    EXPECT_EQ(held->dtype(), dtype);
+    const uint16_t *got = reinterpret_cast<const uint16_t *>(held->data());
+    EXPECT_EQ((std::array<uint16_t, 4>{got[0], got[1], got[2], got[3]}), bits);
+    s.add("col", h.view({0, 1}, {2, 1})); // w[:, 1:2]
+    auto col = s.load("col");
+    ASSERT_TRUE(static_cast<bool>(col));
+    const uint16_t *c = reinterpret_cast<const uint16_t *>(col->data());
+    EXPECT_EQ(c[0], bits[1]);
+    EXPECT_EQ(c[1], bits[3]);
+  }
+}
+
 TEST(WeightStore, TransposedThenViewed) {
   WeightStore s;
   WeightRef tr = inlineRef({3, 4}).transposed({1, 0}); // w.T: [4,3]

@@ -3,10 +3,13 @@
 usage: memory_check.py MODEL.onnx PLAN_DIR INSPECT_OUT LAUNCH_OUT
 
 Per rank: every category and the peak as predicted and as measured agree
-within 5%; the optimizer states are exactly AdamW's two fp32 moments of the
-rank's share of every trained parameter, computed here from the model's
-initializers and the plan's layouts (its tp shard, and under ZeRO its part
-of the flat buffer padded to a multiple of dp: ceil(n / dp)). Prints one
+within 5%; the optimizer states are exactly AdamW's two fp32 moments (and
+under mixed precision the fp32 master copy) of the rank's share of every
+trained parameter, computed here from the model's initializers and the
+plan's layouts (its tp shard, and under ZeRO its part of the flat buffer
+padded to a multiple of dp: ceil(n / dp)); the parameters are the trained
+ones in their bytes (2 under mixed precision; ZeRO-3: the part) plus at most
+4 KB of small constants (the fixture's causal mask and shape operands). Prints one
 line per rank and a verdict."""
 import json
 import math
@@ -16,15 +19,24 @@ import sys
 import onnx
 
 model, plan_dir, inspect_out, launch_out = sys.argv[1:5]
+# With ONE_MICRO_BATCH (a run of one micro-batch at --zero 0) the gradients are checked too: the
+# backward's outputs, 2 or 4 bytes per parameter, nothing summed (ZeRO's 2 + 2 + 12 exactly).
+one_micro_batch = sys.argv[5:] == ["ONE_MICRO_BATCH"]
 plan = json.load(open(f"{plan_dir}/plan.json"))
 mesh = {a["name"]: a["size"] for a in plan["mesh"]}
 tp, dp = mesh.get("tp", 1), mesh.get("dp", 1)
 zero = plan.get("zero", 0)
 shapes = {t.name: list(t.dims) for t in onnx.load(model, load_external_data=False).graph.initializer}
-moments = 0
+# Mixed precision (plan precision bf16 or fp16) holds the parameters in 2 bytes and keeps a
+# float32 master copy beside the moments, partitioned as they are: the ZeRO paper's K = 12.
+half = plan.get("precision", "fp32") != "fp32"
+moments = params = grads = 0
 for p, layout in zip(plan["params"], plan["param_layouts"]):
     n = math.prod(shapes[p]) // (tp if layout.get("tp", "R") != "R" else 1)
-    moments += 2 * 4 * (math.ceil(n / dp) if zero >= 1 else n)
+    part = math.ceil(n / dp) if zero >= 1 else n
+    moments += (3 if half else 2) * 4 * part
+    params += (2 if half else 4) * (math.ceil(n / dp) if zero >= 3 else n)
+    grads += (2 if half else 4) * n
 
 LINE = re.compile(r"memory of rank (\d+) \((predicted|measured), MB\): (.*); peak [0-9.]+ \((\d+) bytes\)")
 
@@ -44,10 +56,16 @@ print(f"ranks predicted {sorted(predicted)}, measured {sorted(measured)}")
 for r in sorted(set(predicted) & set(measured)):
     (pc, pp), (mc, mp) = predicted[r], measured[r]
     worst = max(abs(pc[k] - mc[k]) / max(mc[k], 1) for k in mc)
-    states = mc["optimizer states"]
-    good = abs(pp - mp) <= 0.05 * mp and worst <= 0.05 and abs(states - moments) < 1
+    states, held = mc["optimizer states"], mc["parameters"]
+    # Parameters: the trained ones by the formula, plus the programs' small constants (a few KB here).
+    good = (abs(pp - mp) <= 0.05 * mp and worst <= 0.05 and abs(states - moments) < 1 and
+            params <= held + 1 <= params + 4096)
+    if one_micro_batch:
+        good &= zero == 0 and abs(mc["gradients"] - grads) < 1
+        print(f"rank {r}: gradients {mc['gradients']:.0f} bytes, the formula {grads}")
     ok &= good
     print(f"rank {r}: peak predicted {pp} bytes, measured {mp} ({abs(pp - mp) / mp:.2%}; worst category {worst:.2%}); "
-          f"optimizer states {states:.0f} bytes, the formula {moments} {'ok' if good else 'WRONG'}")
+          f"optimizer states {states:.0f} bytes, the formula {moments}; parameters {held:.0f} bytes, the formula "
+          f"{params} {'ok' if good else 'WRONG'}")
 print("memory check: " + ("ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)
