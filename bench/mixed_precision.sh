@@ -3,9 +3,10 @@
 # run. The d=768, 4-layer GPT (vocabulary 8192, seq 128, batch 4 per rank) trains STEPS steps
 # at dp=2 under ZeRO-2 (2 ranks of 1 thread) with --precision fp32, bf16 and fp16; per
 # precision it prints rank 0's saved activations per micro-batch (plan.json), the activation
-# memory `partita inspect` predicts, the gradient bytes dp's reduce-scatter sent per step
-# (`launch --profile`), the largest rank's peak RSS and the median step time, each also as a
-# ratio to fp32's, and the final loss.
+# memory and model states (parameters + gradients + optimizer states) `partita inspect`
+# predicts, the gradient bytes dp's reduce-scatter and the parameter bytes its all-gather sent
+# per step (`launch --profile`), the largest rank's peak RSS and the median step time, each
+# also as a ratio to fp32's, and the final loss.
 #   bash bench/mixed_precision.sh [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,17 +34,21 @@ for p in ("fp32", "bf16", "fp16"):
     fwd = next(io for n, io in plan["program_io"].items() if n.startswith("rank0/forward"))
     saved = sum(BYTES[o["dtype"]] * int(np.prod(o["shape"])) for o in fwd["outputs"]
                 if o["name"] in set(plan["schedule"]["saved"])) / 1e6
-    activ = float(re.search(r"predicted, MB\): .*activations ([0-9.]+)", open(f"{work}/inspect-{p}.txt").read()).group(1))
-    rs = float(re.search(r"reduce-scatter ([0-9.]+)", open(f"{work}/launch-{p}.txt").read()).group(1))
+    line = re.search(r"memory of rank 0 \(predicted, MB\): (.*); peak", open(f"{work}/inspect-{p}.txt").read()).group(1)
+    cats = {k: float(v) for k, v in (c.rsplit(" ", 1) for c in line.split(", "))}
+    activ = cats["activations"]
+    states = cats["parameters"] + cats["gradients"] + cats["optimizer states"]
+    traffic = open(f"{work}/launch-{p}.txt").read()
+    rs = float(re.search(r"reduce-scatter ([0-9.]+)", traffic).group(1))
+    ag = float(re.search(r"dp .*all-gather ([0-9.]+)", traffic).group(1))
     rss = int(open(f"{work}/rss-{p}.txt").read().split()[-1]) / 1024
     log = list(csv.DictReader(open(f"{work}/r-{p}/loss.csv")))
     ms = statistics.median(2 * 4 * 128 / float(r["tokens_per_s"]) * 1000 for r in log[1:])
-    rows.append((p, saved, activ, rs, rss, ms, float(log[-1]["loss"])))
+    rows.append((p, saved, activ, states, rs, ag, rss, ms, float(log[-1]["loss"])))
 base = rows[0]
 print("d=768 L=4 vocab 8192, T=128 B=4 per rank, dp=2 ZeRO-2, 1 thread per rank (rank 0)")
-print(f"{'':>5} {'saved MB':>9} {'x fp32':>7} {'activ. MB':>10} {'x fp32':>7} {'grad RS MB':>11} {'x fp32':>7} "
-      f"{'peak RSS':>9} {'x fp32':>7} {'step ms':>8} {'x fp32':>7} {'loss':>8}")
-for p, saved, activ, rs, rss, ms, loss in rows:
-    print(f"{p:>5} {saved:>9.1f} {saved / base[1]:>7.2f} {activ:>10.1f} {activ / base[2]:>7.2f} {rs:>11.2f} "
-          f"{rs / base[3]:>7.2f} {rss:>9.0f} {rss / base[4]:>7.2f} {ms:>8.1f} {ms / base[5]:>7.2f} {loss:>8.4f}")
+heads = ["saved MB", "activ. MB", "states MB", "grad RS MB", "param AG MB", "peak RSS", "step ms"]
+print(f"{'':>5} " + " ".join(f"{h:>11} {'x fp32':>6}" for h in heads) + f" {'loss':>8}")
+for p, *values, loss in rows:
+    print(f"{p:>5} " + " ".join(f"{v:>11.1f} {v / b:>6.2f}" for v, b in zip(values, base[1:])) + f" {loss:>8.4f}")
 PY
