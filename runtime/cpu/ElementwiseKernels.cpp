@@ -2,11 +2,9 @@
 #include "compiler/ops/Broadcast.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/FastMath.h"
+#include "runtime/core/HalfConvert.h"
 #include "runtime/cpu/Parallel.h"
 #include <cmath>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #include <type_traits>
 
 namespace partita::rt::cpu {
@@ -154,33 +152,6 @@ public:
   }
 };
 
-// fp16 <-> float32 with the CPU's F16C conversions where it has them (checked
-// at run time; round to nearest even, as floatToHalf), else Tensor.h's.
-#if defined(__x86_64__)
-__attribute__((target("avx,f16c"))) void toHalfF16c(const float *x, uint16_t *y, int64_t b, int64_t e) {
-  int64_t i = b;
-  for (; i + 8 <= e; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < e; ++i)
-    y[i] = floatToHalf(x[i]);
-}
-__attribute__((target("avx,f16c"))) void fromHalfF16c(const uint16_t *x, float *y, int64_t b, int64_t e) {
-  int64_t i = b;
-  for (; i + 8 <= e; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x + i))));
-  for (; i < e; ++i)
-    y[i] = halfToFloat(x[i]);
-}
-bool hasF16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  return yes;
-}
-#else
-void toHalfF16c(const float *, uint16_t *, int64_t, int64_t) {}
-void fromHalfF16c(const uint16_t *, float *, int64_t, int64_t) {}
-bool hasF16c() { return false; }
-#endif
-
 /// Cast between float32 and a 16-bit float (bf16, fp16), rounding to nearest
 /// even (mixed precision rounds every activation through one).
 class HalfCastKernel final : public Kernel {
@@ -188,25 +159,14 @@ public:
   HalfCastKernel(DType from, DType to) : from_(from), to_(to) {}
   llvm::Error run(KernelContext &ctx) override {
     int64_t n = ctx.outputs[0].numel();
-    bool fp16 = from_ == DType::F16 || to_ == DType::F16, f16c = fp16 && hasF16c();
     if (from_ == DType::F32) {
       const float *x = ctx.inputs[0].as<float>();
       uint16_t *y = ctx.outputs[0].as<uint16_t>();
-      parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-        if (f16c)
-          return toHalfF16c(x, y, b, e);
-        for (int64_t i = b; i < e; ++i)
-          y[i] = fp16 ? floatToHalf(x[i]) : floatToBf16(x[i]);
-      });
+      parallelFor(n, kGrain, [&](int64_t b, int64_t e) { roundToHalfRow(to_, x, y, b, e); });
     } else {
       const uint16_t *x = ctx.inputs[0].as<uint16_t>();
       float *y = ctx.outputs[0].as<float>();
-      parallelFor(n, kGrain, [&](int64_t b, int64_t e) {
-        if (f16c)
-          return fromHalfF16c(x, y, b, e);
-        for (int64_t i = b; i < e; ++i)
-          y[i] = fp16 ? halfToFloat(x[i]) : bf16ToFloat(x[i]);
-      });
+      parallelFor(n, kGrain, [&](int64_t b, int64_t e) { widenHalfRow(from_, x, y, b, e); });
     }
     return llvm::Error::success();
   }

@@ -6,11 +6,14 @@
 // into a small register array that stays in L1, and only the values read
 // outside the cluster are stored. Each op's loop over a tile is the same
 // vectorizable arithmetic as its standalone kernel (ElementwiseKernels.cpp),
-// so fusing changes no result. bool values live as 0/1 floats inside.
+// so fusing changes no result. bool values live as 0/1 floats inside, bf16
+// and fp16 ones (mixed precision's round trips) as the floats they widen to:
+// a Cast to the half type rounds in the register (Round), one back copies.
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/Broadcast.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/FastMath.h"
+#include "runtime/core/HalfConvert.h"
 #include "runtime/cpu/Parallel.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -24,6 +27,7 @@ constexpr int64_t kTile = 128;
 
 enum class Op {
   Neg, Abs, Sqrt, Reciprocal, Exp, Log, Tanh, Sigmoid, Relu, Erf, Gelu, FastGelu, Not, Copy, ToBool, // unary
+  RoundBf16, RoundF16,
   Add, Sub, Mul, Div, Max, Min, Pow, Equal,                                                  // binary
   Where,                                                                                     // ternary
   Unknown
@@ -42,9 +46,19 @@ Op opOf(const Node &n) {
 
 bool isFloatOrBool(DType t) { return t == DType::F32 || t == DType::Bool; }
 
-/// The ops this kernel runs, on f32 and bool values (Cast only between them;
-/// Expand only with its constant target shape).
+/// A Cast between float32 and bf16 or fp16.
+bool isHalfCast(const Node &n) {
+  if (!n.is("Cast") || n.numInputs() != 1 || !n.input(0) || n.numOutputs() != 1)
+    return false;
+  DType from = n.input(0)->type().dtype, to = n.output()->type().dtype;
+  return (from == DType::F32 && isHalfFloat(to)) || (isHalfFloat(from) && to == DType::F32);
+}
+
+/// The ops this kernel runs, on f32 and bool values (Cast between them, or
+/// between f32 and a half type; Expand only with its constant target shape).
 bool fusible(const Node &n) {
+  if (isHalfCast(n))
+    return true;
   Op op = opOf(n);
   if (op == Op::Unknown || n.numOutputs() != 1 || !isFloatOrBool(n.output()->type().dtype))
     return false;
@@ -115,6 +129,8 @@ public:
       }
       if (n->is("Cast") && n->output()->type().dtype == DType::Bool && n->input(0)->type().dtype != DType::Bool)
         ins.op = Op::ToBool;
+      if (n->is("Cast") && isHalfFloat(n->output()->type().dtype)) // held as the float it rounds to
+        ins.op = n->output()->type().dtype == DType::BF16 ? Op::RoundBf16 : Op::RoundF16;
       ins.out = next;
       reg[n->output()] = next++;
       k->code_.push_back(ins);
@@ -157,6 +173,13 @@ private:
       else
         for (int64_t i = 0; i < len; ++i)
           dst[i] = src[0];
+    } else if (isHalfFloat(l.dtype)) {
+      const uint16_t *src = v.as<uint16_t>() + base;
+      if (l.step)
+        return widenHalfRow(l.dtype, src, dst, 0, len);
+      widenHalfRow(l.dtype, src, dst, 0, 1);
+      for (int64_t i = 1; i < len; ++i)
+        dst[i] = dst[0];
     } else {
       const uint8_t *src = v.as<uint8_t>() + base;
       for (int64_t i = 0; i < len; ++i)
@@ -169,6 +192,8 @@ private:
       float *dst = v.as<float>() + first;
       for (int64_t i = 0; i < len; ++i)
         dst[i] = src[i];
+    } else if (isHalfFloat(s.dtype)) { // the value was rounded in its register: exact
+      roundToHalfRow(s.dtype, src, v.as<uint16_t>() + first, 0, len);
     } else {
       uint8_t *dst = v.as<uint8_t>() + first;
       for (int64_t i = 0; i < len; ++i)
@@ -209,6 +234,13 @@ private:
     case Op::Not: UNARY(x != 0.0f ? 0.0f : 1.0f)
     case Op::Copy: UNARY(x)
     case Op::ToBool: UNARY(x != 0.0f ? 1.0f : 0.0f)
+    case Op::RoundBf16: UNARY(bf16ToFloat(floatToBf16(x)))
+    case Op::RoundF16: {
+      uint16_t h[kTile];
+      roundToHalfRow(DType::F16, a, h, 0, len);
+      widenHalfRow(DType::F16, h, y, 0, len);
+      return;
+    }
     case Op::Add: BINARY(x + z)
     case Op::Sub: BINARY(x - z)
     case Op::Mul: BINARY(x * z)

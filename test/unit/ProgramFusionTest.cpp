@@ -365,3 +365,41 @@ TEST(Program, HalfCastsRoundToNearestEven) {
       EXPECT_EQ(bw[at], cases[c][2]) << "bf16 of " << cases[c][0];
     }
 }
+
+TEST(Program, HalfRoundTripsInsideAnElementwiseChain) {
+  // Mixed precision's chains: an op, its rounding to bf16 / fp16 and back, the
+  // next op; the half values saved for a backward are outputs too. Fused into
+  // one pass or not, each result is Tensor.h's scalar rounding of the f32 op.
+  const int n = 1003;
+  auto g = parseGraph("graph @g(%x: f32[1003]) opset 17 {\n"
+                      "  %a = Mul(%x, %x) : f32[1003]\n"
+                      "  %b = Cast(%a) {to = 16} : bf16[1003]\n"
+                      "  %c = Cast(%b) {to = 1} : f32[1003]\n"
+                      "  %d = Add(%c, %x) : f32[1003]\n"
+                      "  %e = Cast(%d) {to = 10} : f16[1003]\n"
+                      "  %f = Cast(%e) {to = 1} : f32[1003]\n"
+                      "  %y = Sub(%f, %c) : f32[1003]\n"
+                      "  return %b, %e, %y\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  std::vector<float> x = randomValues(n, 7);
+  for (int i = 0; i < n; ++i)
+    x[i] *= std::ldexp(1.0f, (i % 21) - 10);
+  llvm::StringMap<rt::TensorView> feeds;
+  feeds["x"] = rt::TensorView{DType::F32, {n}, x.data()};
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  const auto *b = (*outs)[0].as<uint16_t>(), *e = (*outs)[1].as<uint16_t>();
+  const float *y = (*outs)[2].as<float>();
+  for (int i = 0; i < n; ++i) {
+    uint16_t bi = floatToBf16(x[i] * x[i]);
+    float c = bf16ToFloat(bi), d = c + x[i];
+    uint16_t ei = floatToHalf(d);
+    ASSERT_EQ(b[i], bi) << i;
+    ASSERT_EQ(e[i], ei) << i;
+    ASSERT_EQ(y[i], halfToFloat(ei) - c) << i;
+  }
+}
