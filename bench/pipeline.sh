@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the pipeline's bubble, measured. A GPT of STAGES x 2 equal
 # layers (d=256, vocabulary 64, so the embedding and the head weigh little) is cut into
-# STAGES stages (--pp-layers 2,2,...), each one rank of 1 thread, and trains 4 steps of M
+# STAGES stages (--pp-layers 2,2,...), each one rank of 1 thread, and trains 10 steps of M
 # micro-batches with GPipe, 1F1B and interleaved 1F1B, each with `launch --trace`. From the traces, per
 # step after the first: each rank's idle fraction (1 - its forward and backward time, less
 # their waits for a partita.Recv, /
@@ -39,7 +39,7 @@ for m in "${micros[@]}"; do
   for schedule in gpipe 1f1b interleaved; do
     plan="$work/plan"; flags=(--schedule "$schedule"); v=1
     if [ "$schedule" = interleaved ]; then plan="$work/plan-interleaved"; flags=(); v=2; fi
-    build/tools/partita launch -n "$stages" "$plan" --steps 4 --data "$work/tokens.npy" --batch 2 --seq 128 \
+    build/tools/partita launch -n "$stages" "$plan" --steps 10 --data "$work/tokens.npy" --batch 2 --seq 128 \
       --micro-batches "$m" "${flags[@]}" --threads 1 --output-dir "$work/r-$schedule-$m" \
       --trace "$work/trace-$schedule-$m.json" >/dev/null 2>&1
     /usr/bin/python3 - "$work/trace-$schedule-$m.json" "$plan/plan.json" "$schedule" "$m" "$stages" "$v" <<'PY'
@@ -130,7 +130,7 @@ for r in none selective full; do
   [ "$r" = none ] || build/tools/partita compile "$work/gpt.onnx" --train --pp "$stages" --pp-layers "$split" \
     --untie-embeddings --recompute "$r" -o "$work/plan-$r" >/dev/null
   plan="$work/plan"; [ "$r" = none ] || plan="$work/plan-$r"
-  build/tools/partita launch -n "$stages" "$plan" --steps 4 --data "$work/tokens.npy" --batch 2 --seq 128 \
+  build/tools/partita launch -n "$stages" "$plan" --steps 10 --data "$work/tokens.npy" --batch 2 --seq 128 \
     --micro-batches "$m" --threads 1 --output-dir "$work/rr-$r" >/dev/null 2>&1
   cp "$plan/plan.json" "$work/plan-$r.json"
 done

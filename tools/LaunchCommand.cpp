@@ -19,6 +19,7 @@
 #include "runtime/train/TokenFile.h"
 #include "runtime/train/Trainer.h"
 #include "tools/Commands.h"
+#include "tools/CrossMemoryAttach.h"
 #include "tools/DsConfig.h"
 #include "tools/OutputDir.h"
 #include "tools/MicroBatches.h"
@@ -474,8 +475,13 @@ int launchMain(int argc, char **argv) {
     // rank records its own end, and a rank that exits 0 without "end ok" is
     // reported below.
     args = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
-            std::to_string(worldSize), "--mca", "btl_vader_single_copy_mechanism", "none",
-            "--mca", "orte_allowed_exit_without_sync", "1"};
+            std::to_string(worldSize), "--mca", "orte_allowed_exit_without_sync", "1"};
+    // Large messages by one copy where the ranks may read each other's
+    // memory (CrossMemoryAttach.h), else by vader's fragments; a user's
+    // OMPI_MCA_btl_vader_single_copy_mechanism decides instead.
+    if (!std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism"))
+      args.insert(args.end(),
+                  {"--mca", "btl_vader_single_copy_mechanism", crossMemoryAttachWorks() ? "cma" : "none"});
   }
   // The workers get this command line as it was typed, less -n.
   args.insert(args.end(), {self, "worker"});
