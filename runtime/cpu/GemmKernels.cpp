@@ -18,9 +18,11 @@ namespace {
 
 using dims = dnnl::memory::dims;
 
-dnnl::memory::desc plainDesc(const dims &d, const dims &strides) {
-  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+dnnl::memory::desc plainDesc(const dims &d, const dims &strides,
+                             dnnl::memory::data_type t = dnnl::memory::data_type::f32) {
+  return dnnl::memory::desc(d, t, strides);
 }
+
 
 dims rowMajorStrides(const dims &d) {
   dims s(d.size(), 1);
@@ -37,6 +39,8 @@ struct Operand {
   /// A program constant: it may be reordered once into oneDNN's preferred
   /// blocked layout (refreshed when the program's weights change).
   bool constant = false;
+  /// The stored elements' type: f32, or bf16 read through a widening Cast.
+  dnnl::memory::data_type type = dnnl::memory::data_type::f32;
 
   Shape logicalShape() const {
     if (perm.empty())
@@ -122,8 +126,8 @@ public:
         ops.append_eltwise(1.0f, o.epilogue, 0.0f, 0.0f);
         attr.set_post_ops(ops);
       }
-      k->aDesc_ = plainDesc(ad, ast);
-      k->bDesc_ = plainDesc(bd, bst);
+      k->aDesc_ = plainDesc(ad, ast, a.type);
+      k->bDesc_ = plainDesc(bd, bst, b.type);
       dims cst = rowMajorStrides(cd);
       if (!o.outPerm.empty()) { // result dim perm[j] is dim j of the transposed, row-major output
         dims yd(rank), ys;
@@ -138,11 +142,12 @@ public:
       // or when its rows are a multiple of 4 KiB apart: every row of a K-block
       // then falls into the same cache set and the GEMM runs ~2.5x slower
       // (measured: [512,768]x[768,3072] at 49 vs 121 GFLOP/s on one core).
-      bool aliasedRows = bst[rank - 1] == 1 && bd[rank - 2] > 1 && (bst[rank - 2] * 4) % 4096 == 0;
+      int64_t bElem = b.type == dnnl::memory::data_type::f32 ? 4 : 2;
+      bool aliasedRows = bst[rank - 1] == 1 && bd[rank - 2] > 1 && (bst[rank - 2] * bElem) % 4096 == 0;
       k->bEveryRun_ = !b.constant && aliasedRows;
       bool blockedB = b.constant || k->bEveryRun_;
       auto build = [&](const dnnl::memory::desc &aDesc) {
-        auto bWanted = blockedB ? dnnl::memory::desc(bd, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any)
+        auto bWanted = blockedB ? dnnl::memory::desc(bd, b.type, dnnl::memory::format_tag::any)
                                 : k->bDesc_;
         dnnl::matmul::desc desc = [&] {
           if (!o.hasBias)
@@ -158,7 +163,7 @@ public:
       // (reference implementation) A is first packed row-major, and B copied
       // into the blocked layout every run.
       if (llvm::StringRef(pd.impl_info_str()).startswith("ref") && !isRowMajor(ad, ast)) {
-        auto packed = plainDesc(ad, rowMajorStrides(ad));
+        auto packed = plainDesc(ad, rowMajorStrides(ad), a.type);
         k->aPack_ = dnnl::reorder(dnnl::memory(k->aDesc_, engine), dnnl::memory(packed, engine));
         k->aPacked_ = dnnl::memory(packed, engine);
         k->aPackedCharge_.resize(packed.get_size());
@@ -258,21 +263,34 @@ bool isProgramConstant(const Value *v) {
   return d && (d->is("Weight") || d->is("Constant"));
 }
 
-/// Operand k of a MatMul/Linear node, read through `producer` (a Transpose
-/// the kernel reads by strides) when not null.
-Operand operandOf(const Node &n, size_t k, const Node *producer) {
+/// The bf16 widening operand k is read through: `producer` itself, or the
+/// one a Transpose producer reads (null: none).
+const Node *widenedThrough(const Node *producer) {
+  if (isBf16Widening(producer))
+    return producer;
+  const Node *d = producer && producer->is("Transpose") ? producer->input(0)->definingNode() : nullptr;
+  return isBf16Widening(d) ? d : nullptr;
+}
+
+/// Operand k of a MatMul/Linear node, read through `producer` when not null:
+/// a Transpose the kernel reads by strides; with `half`, the bf16 input of
+/// the widening it is or reads (FusionPlan pairs them: both operands or none).
+Operand operandOf(const Node &n, size_t k, const Node *producer, bool half = false) {
   Operand op;
-  const Value *v = producer ? producer->input(0) : n.input(k);
+  const Node *widening = half ? widenedThrough(producer) : nullptr;
+  const Value *v = widening ? widening->input(0) : producer ? producer->input(0) : n.input(k);
   op.stored = v->type().shape;
   op.constant = isProgramConstant(v);
-  if (producer)
+  if (widening)
+    op.type = dnnl::memory::data_type::bf16;
+  if (producer && producer->is("Transpose"))
     op.perm = transposePerm(*producer);
   return op;
 }
 
 llvm::Expected<std::unique_ptr<Kernel>> makeMatMulWith(const Node &n, const std::vector<const Node *> &producers,
                                                        const Node *epilogue) {
-  auto isF32 = [](const Node *m) { return !m || allOfType(*m, DType::F32); };
+  auto isF32 = [](const Node *m) { return !m || allOfType(*m, DType::F32) || isBf16Widening(m); }; // a widening reads bf16
   if (!isF32(&n) || !isF32(epilogue) || !std::all_of(producers.begin(), producers.end(), isF32)) {
     if (epilogue || std::any_of(producers.begin(), producers.end(), [](const Node *p) { return p; }))
       return kernelError(n, "operand and epilogue fusion need f32");
@@ -291,7 +309,10 @@ llvm::Expected<std::unique_ptr<Kernel>> makeMatMulWith(const Node &n, const std:
   auto producer = [&](size_t k) { return k < producers.size() ? producers[k] : nullptr; };
   if (const Node *bias = producer(2); bias && n.input(2)->type().shape.size() > 1)
     return kernelError(n, "a bias read through " + bias->describe() + " must be 1-D");
-  return MatMulKernel::create(n, operandOf(n, 0, producer(0)), operandOf(n, 1, producer(1)), o);
+  // Both operands widened from bf16 on a CPU with a bf16 GEMM: FusionPlan's
+  // rule, so the program binds the bf16 values (FusionPlan::operandValue).
+  bool half = dnnlHasBf16Matmul() && widenedThrough(producer(0)) && widenedThrough(producer(1));
+  return MatMulKernel::create(n, operandOf(n, 0, producer(0), half), operandOf(n, 1, producer(1), half), o);
 }
 
 llvm::Expected<std::unique_ptr<Kernel>> makeMatMul(const Node &n) { return makeMatMulWith(n, {}, nullptr); }
@@ -331,6 +352,10 @@ void registerGemmKernels(KernelRegistry &r) {
                     [](const Node &p, const Node &c) { return makeMatMulWith(p, {}, &c); });
     // Transposed operands read through strides (the backward pass's dW = x^T dy).
     r.addOperandFusion(producer, "Transpose", kCpuDevice, makeMatMulWith);
+    // Both operands widened from bf16 (mixed precision): one bf16 GEMM with
+    // f32 accumulation and result, where the CPU has one (FusionPlan pairs them).
+    if (dnnlHasBf16Matmul())
+      r.addOperandFusion(producer, "Cast", kCpuDevice, makeMatMulWith);
   }
 }
 

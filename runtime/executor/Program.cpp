@@ -156,11 +156,8 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     const Node *last = n; // the node whose results this step writes
     std::unique_ptr<Kernel> kernel;
     std::vector<const Node *> producers(n->numInputs(), nullptr);
-    for (size_t k = 0; k < n->numInputs(); ++k) {
-      const Value *in = n->input(k);
-      if (in && in->definingNode() && fusion.readInPlace(in->definingNode()))
-        producers[k] = in->definingNode();
-    }
+    for (size_t k = 0; k < n->numInputs(); ++k)
+      producers[k] = fusion.readThrough(*n, k);
     bool fusedOperands = std::any_of(producers.begin(), producers.end(), [](const Node *p) { return p; });
     const Node *epilogue = fusion.epilogue(*n);
     if (fusedOperands) {
@@ -202,7 +199,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     }
     Step step{n, std::move(kernel), {}, {}};
     for (size_t k = 0; k < n->numInputs(); ++k) {
-      const Value *in = producers[k] ? producers[k]->input(0) : n->input(k);
+      const Value *in = fusion.operandValue(*n, k);
       step.inputs.push_back(in ? slotOf.lookup(in) : -1);
     }
     for (const Value *out : last->outputs()) {

@@ -73,6 +73,14 @@ using KernelFactory = std::function<llvm::Expected<std::unique_ptr<Kernel>>(cons
 using EpilogueFactory =
     std::function<llvm::Expected<std::unique_ptr<Kernel>>(const Node &producer, const Node &consumer)>;
 
+/// A Cast widening bf16 to f32 (mixed precision's half activations and
+/// weights): a matmul on a device with a bf16 GEMM reads its input instead
+/// (the Cast operand fusion, FusionPlan.h).
+inline bool isBf16Widening(const Node *p) {
+  return p && p->is("Cast") && p->numInputs() == 1 && p->input(0) && p->input(0)->type().dtype == DType::BF16 &&
+         p->output()->type().dtype == DType::F32;
+}
+
 /// Builds one kernel for `consumer` that reads operand k through
 /// `producers[k]` (null: the operand itself) instead of a materialized result,
 /// e.g. a matmul reading a Transpose's input through strides; `epilogue` (may

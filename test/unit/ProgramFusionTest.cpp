@@ -6,10 +6,12 @@
 // and outputs bound to caller buffers.
 #include "compiler/ir/Parser.h"
 #include "runtime/core/Device.h"
+#include "runtime/cpu/Dnnl.h"
 #include "runtime/executor/Program.h"
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -403,3 +405,57 @@ TEST(Program, HalfRoundTripsInsideAnElementwiseChain) {
     ASSERT_EQ(y[i], halfToFloat(ei) - c) << i;
   }
 }
+
+class Bf16Gemm : public testing::TestWithParam<bool> {};
+
+TEST_P(Bf16Gemm, WideningsFeedIt) {
+  // Mixed precision's products: both operands widened from bf16 (the
+  // backward's through a Transpose). Where oneDNN has a bf16 GEMM (AVX-512
+  // BF16, AMX) the matmul reads the bf16 values and the widenings (and the
+  // Transpose) never run; the product is the f32 product of the widened
+  // values either way (f32 accumulation; the reference in double).
+  bool transposed = GetParam();
+  auto g = parseGraph(std::string("graph @g(%a: bf16[") + (transposed ? "40,6" : "6,40") + "]) opset 17 {\n"
+                      "  %w = Weight() {name = \"w\"} : bf16[40,24]\n" +
+                          (transposed ? "  %at = Cast(%a) {to = 1} : f32[40,6]\n"
+                                        "  %x = Transpose(%at) {perm = [1, 0]} : f32[6,40]\n"
+                                      : "  %x = Cast(%a) {to = 1} : f32[6,40]\n") +
+                          "  %wf = Cast(%w) {to = 1} : f32[40,24]\n"
+                          "  %y = MatMul(%x, %wf) : f32[6,24]\n"
+                          "  return %y\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  std::vector<float> wv = randomValues(40 * 24, 11), av = randomValues(6 * 40, 12);
+  auto bits = std::make_shared<std::vector<uint8_t>>(wv.size() * 2);
+  std::vector<uint16_t> ab(av.size());
+  std::vector<float> a(av.size()), w(wv.size());
+  for (size_t i = 0; i < wv.size(); ++i) {
+    uint16_t h = floatToBf16(wv[i]);
+    std::memcpy(bits->data() + 2 * i, &h, 2);
+    w[i] = bf16ToFloat(h);
+  }
+  for (size_t i = 0; i < av.size(); ++i) { // a[r][c] is stored at ab[c * 6 + r] when transposed
+    size_t r = i / 40, c = i % 40, at = transposed ? c * 6 + r : i;
+    ab[at] = floatToBf16(av[i]);
+    a[i] = bf16ToFloat(ab[at]);
+  }
+  WeightRef ref;
+  ref.type = TensorType{DType::BF16, {40, 24}, true};
+  ref.inlineBytes = bits;
+  ref.length = bits->size();
+  (*g)->weights.add("w", ref);
+  rt::CpuDevice device;
+  auto program = rt::Program::load(**g, device);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  llvm::StringMap<rt::TensorView> feeds;
+  feeds["a"] = rt::TensorView{DType::BF16, transposed ? Shape{40, 6} : Shape{6, 40}, ab.data()};
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  expectClose(matmul(a, {6, 40}, w, {40, 24}), (*outs)[0].as<float>());
+  if (!rt::cpu::dnnlHasBf16Matmul())
+    GTEST_SKIP() << "no bf16 GEMM on this CPU: the widenings ran (checked the product only)";
+  EXPECT_EQ((*program)->stats().numKernels, 1u) << "the bf16 GEMM alone, the widenings read through";
+}
+
+INSTANTIATE_TEST_SUITE_P(Program, Bf16Gemm, testing::Bool(),
+                         [](const testing::TestParamInfo<bool> &i) { return i.param ? "transposed" : "plain"; });
