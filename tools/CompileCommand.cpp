@@ -601,9 +601,12 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (auto err = writeText(irPath, *local))
         return err;
       ExportOptions eo;
-      if (program.name == "forward") { // the one program with weights
-        // never in the protobuf (its limit is 2 GB); a second chunk's beside the first's
-        eo.externalDataFile = k == 0 ? "weights.bin" : "weights." + std::to_string(k) + ".bin";
+      if (program.name == "forward" || program.name == optimizer_io::kStep) {
+        // The programs with weights (the step's: mixed precision's master
+        // copies): never in the protobuf (its limit is 2 GB); a second
+        // chunk's beside the first's.
+        std::string base = program.name == "forward" ? "weights" : "master_weights";
+        eo.externalDataFile = base + (k == 0 ? "" : "." + std::to_string(k)) + ".bin";
         eo.weightsByReference = !materializeWeights;
       }
       if (program.name == optimizer_io::kBackward)
@@ -625,6 +628,16 @@ static llvm::Error compile(llvm::StringRef dir) {
       llvm::sys::path::append(weightsPath, rel);
       if (llvm::sys::fs::exists(weightsPath))
         if (auto err = recordProgramHash(r, dir, rel))
+          return err;
+      // The step's (mixed precision's masters) beside it: master_weights.bin.
+      llvm::SmallString<128> masterFile(llvm::sys::path::parent_path(rel, llvm::sys::path::Style::posix));
+      llvm::sys::path::append(masterFile, llvm::sys::path::Style::posix,
+                              "master_" + llvm::sys::path::filename(rel, llvm::sys::path::Style::posix).str());
+      std::string masters(masterFile);
+      llvm::SmallString<256> mastersPath(dir);
+      llvm::sys::path::append(mastersPath, masters);
+      if (llvm::sys::fs::exists(mastersPath))
+        if (auto err = recordProgramHash(r, dir, masters))
           return err;
     }
     written[key] = &r;

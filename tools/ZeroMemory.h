@@ -20,7 +20,7 @@ struct StateBytesPerParameter {
   double params, grads, optimizer;
 };
 inline constexpr StateBytesPerParameter kMixedPrecision{"mixed precision, K = 12", 2, 2, 12};
-inline constexpr StateBytesPerParameter kFp32{"fp32, K = 8 (this build)", 4, 4, 8};
+inline constexpr StateBytesPerParameter kFp32{"fp32, K = 8", 4, 4, 8};
 
 /// One rank's model states in bytes.
 struct ModelStates {

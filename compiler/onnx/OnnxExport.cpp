@@ -59,7 +59,10 @@ std::string joinInts(llvm::ArrayRef<int64_t> v) {
 
 /// The weight as a reference to its bytes in the model's own external data
 /// file (ExportOptions::weightsByReference).
-void writeReference(onnx::TensorProto &t, const std::string &name, const WeightRef &ref) {
+void writeReference(onnx::TensorProto &t, const std::string &name, const WeightRef &part) {
+  // A flat part (ZeRO) refers to its weight's bytes as the weight would, and
+  // says which range of its flat buffer it is: loaded as WeightStore does.
+  const WeightRef ref = part.unflattened();
   size_t elem = dtypeSize(ref.type.dtype);
   std::string file = absoluteWeightFile(ref.file); // the program lives elsewhere: the location is absolute
   const Shape &stored = ref.storedShape.empty() ? ref.type.shape : ref.storedShape;
@@ -69,7 +72,7 @@ void writeReference(onnx::TensorProto &t, const std::string &name, const WeightR
   // A box of the stored tensor is one run of bytes when it is a block of
   // whole rows: dims before the first partial one have size 1, later ones
   // are whole.
-  bool contiguous = !permuted;
+  bool contiguous = !permuted && !part.flat;
   int64_t first = 0;
   if (contiguous && !ref.viewStart.empty()) {
     size_t k = 0;
@@ -102,9 +105,15 @@ void writeReference(onnx::TensorProto &t, const std::string &name, const WeightR
     held();
     return;
   }
-  setExternal(t, name, ref.type, file, ref.offset, static_cast<uint64_t>(numElements(stored)) * elem);
+  setExternal(t, name, part.flat ? part.type : ref.type, file, ref.offset,
+              static_cast<uint64_t>(numElements(stored)) * elem);
   held();
-  kv("partita_stored_shape", joinInts(stored));
+  if (part.flat) {
+    const FlatPart &f = *part.flat;
+    kv("partita_flat", joinInts({f.dim, f.blocks, f.length, f.start}));
+    kv("partita_flat_shape", joinInts(f.shape));
+  }
+  kv("partita_stored_shape", joinInts(stored)); // (with a flat part: its weight's)
   if (!ref.viewStart.empty())
     kv("partita_view_start", joinInts(ref.viewStart));
   if (permuted)
@@ -292,7 +301,7 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
       std::string wname = n->stringAttr("name", "");
       onnx::TensorProto &t = *graph.add_initializer();
       const WeightRef *ref = g.weights.find(wname);
-      if (opts.weightsByReference && ref && !ref->file.empty() && !ref->flat) { // a flat part (ZeRO-3) is written out
+      if (opts.weightsByReference && ref && !ref->file.empty()) {
         writeReference(t, n->output()->name(), *ref);
         continue;
       }

@@ -306,10 +306,15 @@ private:
         expected = static_cast<size_t>(declared.numel()) * dtypeSize(DType::F32);
       }
     size_t elem = dtypeSize(ref.loadAs ? DType::F32 : declared.dtype);
+    // A flat part (ZeRO): "dim,blocks,length,start" of the weight of shape
+    // partita_flat_shape, which the other keys describe (WeightRef::flat).
+    Shape flat, flatShape;
     for (const auto &kv : t.external_data()) {
       llvm::StringRef key(kv.key());
       Shape *dst = key == "partita_stored_shape" ? &stored : key == "partita_view_start" ? &start
                    : key == "partita_perm"       ? &perm
+                   : key == "partita_flat"       ? &flat
+                   : key == "partita_flat_shape" ? &flatShape
                                                  : nullptr;
       if (dst && !parseInts(kv.value(), *dst))
         return fail("initializer '" + t.name() + "' has external data " + kv.key() + " '" + kv.value() +
@@ -331,11 +336,16 @@ private:
       if (!ok)
         return fail("initializer '" + t.name() + "': partita_perm is no permutation of its stored dims");
     }
-    bool fits = declared.shape.size() == logical.size() && (start.empty() || start.size() == logical.size());
+    if (!flat.empty() && (flat.size() != 4 || declared.shape.size() != 1 || flat[1] < 1))
+      return fail("initializer '" + t.name() + "': partita_flat is not dim,blocks,length,start of a 1-D part");
+    const Shape &box = flat.empty() ? declared.shape : flatShape; // the weight the slice keys describe
+    bool fits = box.size() == logical.size() && (start.empty() || start.size() == logical.size());
     for (size_t d = 0; fits && d < logical.size(); ++d)
-      fits = (start.empty() ? 0 : start[d]) + declared.shape[d] <= logical[d];
+      fits = (start.empty() ? 0 : start[d]) + box[d] <= logical[d];
     if (!fits)
       return fail("initializer '" + t.name() + "': its slice does not fit the stored tensor");
+    if (!flat.empty())
+      ref.flat = FlatPart{flat[0], flat[1], flat[2], flat[3], flatShape};
     ref.storedShape = stored;
     ref.viewStart = start;
     ref.perm.assign(perm.begin(), perm.end());
