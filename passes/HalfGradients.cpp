@@ -34,19 +34,13 @@ public:
       if (llvm::StringRef(out->name()).startswith("grad.") && out->type().dtype == DType::F32)
         grads.push_back(out);
     for (Value *grad : grads) {
-      std::string name = grad->name();
-      Node *c = g.createNode("Cast", {grad}, {name + ".f32"}); // names swap: the f32 value is grad.<w>.f32
-      c->setAttr("to", Attribute::ofInt(dtypeToOnnx(*half_)));
-      c->setAttr(kProgramAttr, Attribute::ofString(optimizer_io::kBackward));
-      if (const Node *d = grad->definingNode(); d && d->hasAttr(kStageAttr))
-        c->setAttr(kStageAttr, *d->attr(kStageAttr));
-      c->output()->type() = TensorType{*half_, grad->type().shape, true};
-      g.replaceGraphOutput(grad, c->output()); // the output keeps its name, grad.<w>
+      const Node *d = grad->definingNode();
+      Value *half = castTo(g, grad, *half_, grad->name() + ".f32", optimizer_io::kBackward, // names swap: the f32 value
+                           d ? d->intAttr(kStageAttr, -1) : -1);                            // is grad.<w>.f32
+      g.replaceGraphOutput(grad, half); // the output keeps its name, grad.<w>
     }
     return g.sortTopologically();
   }
-
-private:
 };
 
 } // namespace

@@ -89,7 +89,7 @@ private:
     for (auto &[where, users] : readers) {
       const auto &[program, stage] = where;
       std::string suffix = program.empty() ? "" : "." + program;
-      Value *x = cast(g, w, DType::F32, w->name() + ".widened" + suffix, program, stage);
+      Value *x = castTo(g, w, DType::F32, w->name() + ".widened" + suffix, program, stage);
       for (Node *u : users)
         for (size_t i = 0; i < u->numInputs(); ++i)
           if (u->input(i) == w)
@@ -98,23 +98,11 @@ private:
 
     // AdamW updates the master; the model's copy is its rounding.
     Value *updated = a->output(0);
-    Value *rounded = cast(g, updated, *half_, io::updated(master), a->stringAttr(kProgramAttr, io::kStep),
+    Value *rounded = castTo(g, updated, *half_, io::updated(master), a->stringAttr(kProgramAttr, io::kStep),
                           a->intAttr(kStageAttr, -1));
     g.replaceGraphOutput(updated, rounded); // names swap: updated.w is the half value, updated.master.w AdamW's
     g.outputs().push_back(updated);
     return llvm::Error::success();
-  }
-
-  Value *cast(Graph &g, Value *x, DType to, const std::string &out, const std::string &program, int64_t stage) {
-    Node *c = g.createNode("Cast", {x}, {out});
-    c->setAttr("to", Attribute::ofInt(dtypeToOnnx(to)));
-    if (!program.empty())
-      c->setAttr(kProgramAttr, Attribute::ofString(program));
-    if (stage >= 0)
-      c->setAttr(kStageAttr, Attribute::ofInt(stage));
-    c->output()->type() = TensorType{to, x->type().shape, true};
-    c->output()->sharding() = x->sharding();
-    return c->output();
   }
 
 };

@@ -19,6 +19,21 @@ inline std::optional<DType> parseHalfType(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+/// A Cast of `x` to `to` named `out`, in `program` (none: the forward) and
+/// on pipeline stage `stage` (-1: none), laid out as `x`.
+inline Value *castTo(Graph &g, Value *x, DType to, const std::string &out, const std::string &program,
+                     int64_t stage) {
+  Node *c = g.createNode("Cast", {x}, {out});
+  c->setAttr("to", Attribute::ofInt(dtypeToOnnx(to)));
+  if (!program.empty())
+    c->setAttr(kProgramAttr, Attribute::ofString(program));
+  if (stage >= 0)
+    c->setAttr(kStageAttr, Attribute::ofInt(stage));
+  c->output()->type() = TensorType{to, x->type().shape, true};
+  c->output()->sharding() = x->sharding();
+  return c->output();
+}
+
 /// A pass whose required option dtype=bf16|fp16 names the half type.
 class HalfTypePass : public Pass {
 public:

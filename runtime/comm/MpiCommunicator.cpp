@@ -48,16 +48,7 @@ template <bool Max> void reduceHalves(void *in, void *inout, int *len, MPI_Datat
   DType t = *type == halfTypes().bf16 ? DType::BF16 : DType::F16;
   const auto *a = static_cast<const uint16_t *>(in);
   auto *b = static_cast<uint16_t *>(inout);
-  constexpr int kChunk = 256; // widened in chunks: F16C's vector conversions for fp16
-  float x[kChunk], y[kChunk];
-  for (int i = 0; i < *len; i += kChunk) {
-    int n = std::min(kChunk, *len - i);
-    widenHalfRow(t, a + i, x, 0, n);
-    widenHalfRow(t, b + i, y, 0, n);
-    for (int k = 0; k < n; ++k)
-      y[k] = Max ? std::max(x[k], y[k]) : x[k] + y[k];
-    roundToHalfRow(t, y, b + i, 0, n);
-  }
+  combineHalfRows(t, a, b, *len, Max);
 }
 
 llvm::Expected<MPI_Datatype> mpiType(DType t) {

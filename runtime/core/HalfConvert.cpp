@@ -1,6 +1,7 @@
 //===- HalfConvert.cpp ----------------------------------------------------===//
 #include "runtime/core/HalfConvert.h"
 #include "compiler/ir/Tensor.h"
+#include <algorithm>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -56,6 +57,19 @@ void widenHalfRow(DType half, const uint16_t *x, float *y, int64_t b, int64_t e)
   }
   for (int64_t i = b; i < e; ++i)
     y[i] = bf16ToFloat(x[i]);
+}
+
+void combineHalfRows(DType half, const uint16_t *x, uint16_t *y, int64_t n, bool max) {
+  constexpr int64_t kChunk = 256; // widened in chunks: F16C's vector conversions for fp16
+  float a[kChunk], b[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    int64_t len = std::min(kChunk, n - i);
+    widenHalfRow(half, x + i, a, 0, len);
+    widenHalfRow(half, y + i, b, 0, len);
+    for (int64_t k = 0; k < len; ++k)
+      b[k] = max ? std::max(a[k], b[k]) : a[k] + b[k];
+    roundToHalfRow(half, b, y + i, 0, len);
+  }
 }
 
 } // namespace partita::rt

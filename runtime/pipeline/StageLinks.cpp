@@ -1,5 +1,6 @@
 //===- StageLinks.cpp -----------------------------------------------------===//
 #include "runtime/pipeline/StageLinks.h"
+#include "runtime/core/HalfConvert.h"
 #include "runtime/comm/PendingSends.h"
 
 namespace partita::rt {
@@ -67,10 +68,8 @@ llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorVie
       g[k] += t[k];
     return llvm::Error::success();
   }
-  uint16_t *g = static_cast<uint16_t *>(grad.data); // a half gradient: summed in float32, rounded once
-  const uint16_t *t = reinterpret_cast<const uint16_t *>(theirs.data());
-  for (int64_t k = 0; k < n; ++k)
-    g[k] = roundToHalf(grad.dtype, widenHalf(grad.dtype, g[k]) + widenHalf(grad.dtype, t[k]));
+  // A half gradient: summed in float32, rounded once, as the dp all-reduce sums it.
+  combineHalfRows(grad.dtype, reinterpret_cast<const uint16_t *>(theirs.data()), static_cast<uint16_t *>(grad.data), n);
   return llvm::Error::success();
 }
 
