@@ -38,7 +38,7 @@ static cl::opt<int> microBatches("micro-batches",
                                  cl::init(1), cl::sub(inspectCmd));
 static cl::opt<std::string> inspectSchedule("schedule",
                                             cl::desc("A pipeline plan's schedule the prediction assumes: 1f1b "
-                                                     "(default) or gpipe"),
+                                                     "(default), gpipe or interleaved"),
                                             cl::init("1f1b"), cl::sub(inspectCmd));
 static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead of the global IR"), cl::init(-1),
                              cl::sub(inspectCmd));
@@ -159,14 +159,12 @@ static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
 }
 
 int inspectMain() {
-  if (rt::PipelineKind kind; !rt::parsePipelineKind(inspectSchedule, kind))
-    return reportError("partita inspect", llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                                   "--schedule " + inspectSchedule +
-                                                                       ": pipeline schedules are 1f1b and gpipe"));
   const char *tool = "partita inspect";
   auto plan = readPlan(path("plan.json"));
   if (!plan)
     return reportError(tool, plan.takeError());
+  if (auto err = rt::checkPipelineSchedule(inspectSchedule, plan->virtualStages))
+    return reportError(tool, std::move(err));
   auto &os = llvm::outs();
   os << "plan: " << plan->mesh.str() << ", " << plan->worldSize() << " ranks\n";
   if (plan->precision != "fp32")

@@ -94,7 +94,8 @@ static Flag<std::string> trace("trace",
                                cl::desc("Write a Chrome/Perfetto trace of every rank's steps to FILE (a --train plan)"),
                                cl::value_desc("FILE"), cl::location(opts.train.trace), BOTH);
 static Flag<std::string> pipelineSchedule("schedule",
-                                          cl::desc("A pipeline plan's schedule: 1f1b (default) or gpipe"),
+                                          cl::desc("A pipeline plan's schedule: 1f1b (default), gpipe, or interleaved (a plan "
+                                                   "compiled with --virtual-stages V > 1; 1f1b runs it too)"),
                                           cl::location(opts.train.schedule), BOTH);
 static Flag<std::string> schedule("lr-schedule", cl::desc("constant, linear or cosine (after warmup)"),
                                   cl::location(opts.train.lrSchedule.shape), BOTH);
@@ -237,7 +238,7 @@ static llvm::Error checkFlags(bool trainPlan) {
   if (!t.trace.empty() && llvm::sys::fs::exists(t.trace))
     return fail("--trace " + t.trace + ": the file exists; remove it or name another (launch does not overwrite it)");
   if (rt::PipelineKind kind; !rt::parsePipelineKind(t.schedule, kind))
-    return fail("--schedule " + t.schedule + ": pipeline schedules are 1f1b and gpipe");
+    return fail("--schedule " + t.schedule + ": pipeline schedules are gpipe, 1f1b and interleaved");
   auto atLeastOne = [](const char *flag, int v) -> llvm::Error {
     if (v < 1)
       return fail(llvm::Twine(flag) + " " + llvm::Twine(v) + ": must be >= 1");
@@ -402,11 +403,10 @@ int launchMain(int argc, char **argv) {
                                     llvm::Twine(plan->virtualStages) + " model chunks per rank) runs micro-batches " +
                                     llvm::Twine(plan->stages()) + " at a time, one per stage: give a multiple of " +
                                     llvm::Twine(plan->stages())));
-    if (pipelineSchedule.getNumOccurrences() && opts.train.schedule != "1f1b")
-      return reportError(tool, fail("--schedule " + opts.train.schedule + ": the plan has " +
-                                    llvm::Twine(plan->virtualStages) +
-                                    " model chunks per rank, which only interleaved 1F1B runs (--schedule 1f1b)"));
   }
+  if (trainPlan)
+    if (auto err = rt::checkPipelineSchedule(opts.train.schedule, plan->virtualStages))
+      return reportError(tool, std::move(err));
   if (trainPlan && plan->stages() > opts.train.microBatches)
     llvm::errs() << "partita launch: warning: " << opts.train.microBatches << " micro-batch(es) on "
                  << plan->stages() << " pipeline stages: most stages wait most of the step (give --micro-batches >= "

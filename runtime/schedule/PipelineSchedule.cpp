@@ -7,11 +7,26 @@ namespace partita::rt {
 bool parsePipelineKind(llvm::StringRef name, PipelineKind &kind) {
   if (name == "gpipe")
     kind = PipelineKind::GPipe;
-  else if (name == "1f1b")
+  else if (name == "1f1b" || name == "interleaved")
     kind = PipelineKind::OneFOneB;
   else
     return false;
   return true;
+}
+
+llvm::Error checkPipelineSchedule(llvm::StringRef name, int64_t virtualStages) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "--schedule " + name + ": " + why);
+  };
+  if (PipelineKind kind; !parsePipelineKind(name, kind))
+    return fail("pipeline schedules are gpipe, 1f1b and interleaved");
+  if (name == "interleaved" && virtualStages < 2)
+    return fail("the plan has one model chunk per rank; interleaved 1F1B needs several (compile with "
+                "--virtual-stages V, V > 1)");
+  if (name == "gpipe" && virtualStages > 1)
+    return fail("the plan has " + llvm::Twine(virtualStages) +
+                " model chunks per rank, which only interleaved 1F1B runs (--schedule interleaved or 1f1b)");
+  return llvm::Error::success();
 }
 
 std::vector<Action> PipelineSchedule::step() const {

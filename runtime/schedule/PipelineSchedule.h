@@ -14,13 +14,19 @@
 #pragma once
 #include "runtime/schedule/Schedule.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 namespace partita::rt {
 
 enum class PipelineKind { GPipe, OneFOneB };
 
-/// "gpipe" or "1f1b"; false for anything else.
+/// "gpipe", "1f1b" or "interleaved" (1F1B over V > 1 model chunks per rank);
+/// false for anything else.
 bool parsePipelineKind(llvm::StringRef name, PipelineKind &kind);
+/// Whether schedule `name` runs a plan of `virtualStages` model chunks per
+/// rank: interleaved needs V > 1 (compile --virtual-stages), and V > 1 runs
+/// only interleaved 1F1B, which "1f1b" names too. The error names the flag.
+llvm::Error checkPipelineSchedule(llvm::StringRef name, int64_t virtualStages);
 
 class PipelineSchedule final : public Schedule {
 public:
