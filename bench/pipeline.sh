@@ -54,25 +54,29 @@ inflight = {r: 0 for r in range(p)}
 
 
 def simulate(ops):
-    """Each rank's idle fraction if its forwards and backwards took the times
-    measured, in the order it ran them, and communication were free: an op
-    starts when the rank is free and its input is made (a forward after the
-    previous stage's, a backward after the next stage's, the last stage's
-    after its own forward)."""
-    done, pos, clock = {}, {r: 0 for r in ops}, {r: 0.0 for r in ops}
+    """Each rank's idle fraction if its forwards and backwards took the busy
+    times measured, in the order it ran them, and communication were free:
+    an op starts when the rank is free, and reaches the point where it reads
+    its input (its first receive, `needs` into it) no earlier than the
+    producer's send (`sends` into the producer: a backward sends its input's
+    gradient before its weights' gradients). A forward's input comes from the
+    previous stage's forward, a backward's from the next stage's backward (the
+    last stage's from its own forward)."""
+    sent, pos, clock = {}, {r: 0 for r in ops}, {r: 0.0 for r in ops}
     moved = True
     while moved:
         moved = False
         for r, mine in ops.items():
             while pos[r] < len(mine):
-                kind, c, k, d = mine[pos[r]]
+                kind, c, k, d, needs, sends = mine[pos[r]]
                 g = c * p + r
                 dep = (("forward", g - 1, k) if g > 0 else None) if kind == "forward" else \
-                    (("backward", g + 1, k) if g + 1 < p * v else ("forward", g, k))
-                if dep and dep not in done:
+                    (("backward", g + 1, k) if g + 1 < p * v else None)
+                if dep and dep not in sent:
                     break
-                t = max(clock[r], done[dep] if dep else 0.0) + d
-                done[(kind, g, k)] = clock[r] = t
+                begin = max(clock[r], sent[dep] - needs if dep else 0.0)
+                sent[(kind, g, k)] = begin + sends
+                clock[r] = begin + d
                 pos[r] += 1
                 moved = True
     span = max(clock.values())
@@ -95,8 +99,28 @@ for step in steps:
             return e["dur"] - sum(w["dur"] for w in waits if e["ts"] <= w["ts"] <= e["ts"] + e["dur"])
         idle[r].append(1 - sum(busy(e) for e in mine) / (end - start))
         # "forward 3", "backward (chunk 1) 3": kind, chunk, micro-batch, busy time
-        ops[r] = [(e["name"].split()[0], int(e["name"].split("(chunk ")[1].split(")")[0]) if "(chunk" in e["name"]
-                   else 0, int(e["name"].split()[-1]), busy(e)) for e in mine]
+        sends = sorted(x["ts"] for x in events if x["cat"] == "collective" and x["name"].startswith("Send")
+                       and x["tid"] == 1000 + r)
+
+        def before(e, t):  # busy time from e's start to t
+            return t - e["ts"] - sum(w["dur"] for w in waits if e["ts"] <= w["ts"] < t)
+
+        def sent_at(e):  # into its busy time; none: at its end
+            mine_ = [t for t in sends if e["ts"] <= t <= e["ts"] + e["dur"]]
+            return before(e, mine_[0]) if mine_ else busy(e)
+
+        def kind_chunk(e):
+            return e["name"].split()[0], int(e["name"].split("(chunk ")[1].split(")")[0]) if "(chunk" in e["name"] else 0
+        # Where an op reads its input: the busy time before its first wait, the
+        # median over the ops of its kind and chunk that waited (none did: 0).
+        needs = {}
+        for e in mine:
+            w = [x["ts"] for x in waits if e["ts"] <= x["ts"] <= e["ts"] + e["dur"]]
+            if w:
+                needs.setdefault(kind_chunk(e), []).append(before(e, w[0]))
+        ops[r] = [(*kind_chunk(e), int(e["name"].split()[-1]), busy(e),
+                   statistics.median(needs[kind_chunk(e)]) if kind_chunk(e) in needs else 0.0, sent_at(e))
+                  for e in mine]
         live = 0
         if r == p - 1:
             for q, got in simulate(ops).items():

@@ -225,8 +225,11 @@ public:
     // Everything else that should have been sharded; attention first, since
     // its reason (e.g. heads not divisible by tp) explains the projections'.
     std::vector<std::string> blockProblems;
+    // The model's own Softmaxes: a recomputed copy in the backward (recompute
+    // selective) takes its sharding from the forward's Q and K it reads.
+    const auto forward = forwardNodes(g);
     for (Node *n : g.nodes()) {
-      if (n->is("Softmax") && !coveredSoftmax.count(n)) {
+      if (n->is("Softmax") && !coveredSoftmax.count(n) && forward.count(n)) {
         // Scores [.., heads, queries, keys]: heads that do not divide say it all.
         const Shape &scores = n->output()->type().shape;
         int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
@@ -238,7 +241,7 @@ public:
         blockProblems.push_back("attention block at " + n->describe() + " could not be sharded: " + why);
       }
       if (ownWeight(n) && !assigned.count(n)) {
-        if (isLoneProjection(n, forwardNodes(g))) { // Megatron replicates a pooler or a classifier's hidden layer
+        if (isLoneProjection(n, forward)) { // Megatron replicates a pooler or a classifier's hidden layer
           g.coverage.push_back("lone projection " + n->describe() +
                                ": replicated (outside any attention or MLP block: no Softmax and no other "
                                "projection before or after it)");

@@ -15,9 +15,11 @@ class Checks:
     def __init__(self):
         self.passed = self.failed = 0
 
-    def __call__(self, ok, msg):
+    def __call__(self, ok, msg, quiet=False):
+        """Tallies `ok`; prints `msg` (quiet: only a failure)."""
         self.passed, self.failed = self.passed + bool(ok), self.failed + (not ok)
-        print(("PASS " if ok else "FAIL ") + msg)
+        if not ok or not quiet:
+            print(("PASS " if ok else "FAIL ") + msg)
 
     def exit_code(self, name):
         print(f"{name}: {self.passed} passed, {self.failed} failed")
