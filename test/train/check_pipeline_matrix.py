@@ -5,7 +5,8 @@ usage: check_pipeline_matrix.py PARTITA KIND WORK [LAYOUT...]
 
 KIND is a models/export_models.py model (gpt_fused_tied, gpt_separate_untied,
 llama, bert_mlm, ...), exported here with 8 layers (so 4 stages of 2 model
-chunks divide them). Each LAYOUT is TPxPPxDP; by default every one with PP in
+chunks divide them); LLaMA with 8 query heads in 4 key/value groups (tp 4
+splits whole groups: Partita refuses tp above the key/value heads). Each LAYOUT is TPxPPxDP; by default every one with PP in
 {2, 4} and TP·PP·DP <= 8 (9 layouts). For each layout:
 
   training, for micro-batches M in {1, 4, 8} and each schedule (gpipe, 1f1b,
@@ -42,6 +43,8 @@ from torch_training import Reference  # noqa: E402
 from trained_run import Checks  # noqa: E402
 
 em.LAYERS = 8
+if kind in ("llama", "hf_llama"):  # 8 query heads sharing 4 key/value heads: tp 4 divides both
+    em.HEADS, em.KV_HEADS = 8, 4
 STEPS, B, T, LR, WD, SEED = 10, 2, 16, 1e-2, 0.01, 3
 MICROS, SCHEDULES = (1, 4, 8), ("gpipe", "1f1b", "interleaved")
 if len(sys.argv) > 4:
