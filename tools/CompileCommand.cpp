@@ -308,8 +308,6 @@ static llvm::Error compile(llvm::StringRef dir) {
     return fail("--recompute " + recompute + " needs --train (it trades the backward's saved activations for compute)");
   if (pp > 1 && emitGradients && !train)
     return fail("--emit-gradients returns every gradient from one program; with --pp use --train");
-  if (dp > 1 && !train)
-    return fail("--dp " + llvm::Twine(dp) + " needs --train (data parallelism replicates a training program)");
   if (zero < 0 || zero > 3)
     return fail("--zero " + llvm::Twine(zero) + ": ZeRO stages are 0 to 3");
   if (zero > 0 && !train)
@@ -447,7 +445,9 @@ static llvm::Error compile(llvm::StringRef dir) {
       replicaInputs.push_back({in->name(), in->type()});
   // Data parallelism splits the batch over dp: the global graph computes dp
   // replicas' batches, and the gradients' all-reduces over dp are placed by
-  // the planner like tensor parallelism's.
+  // the planner like tensor parallelism's. Inference replicas share nothing:
+  // each runs the programs as they are on whole batches of its own
+  // (tools/ReplicaInference.h), so the graph only gets the dp axis.
   if (zero > 0 && dp == 1)
     llvm::errs() << "partita: note: --zero " << zero << " with --dp 1 partitions nothing (one data-parallel rank "
                  << "holds all of the optimizer's state)\n";
@@ -457,7 +457,7 @@ static llvm::Error compile(llvm::StringRef dir) {
   // So does every ZeRO stage to a float32 master copy (half-parameters).
   std::unique_ptr<Graph> unpartitioned =
       dp > 1 && (zero >= 3 || (zero >= 1 && precision != "fp32")) ? cloneGraph(g) : nullptr;
-  if (dp > 1) {
+  if (dp > 1 && train) {
     PassManager dpm;
     dpm.verifyEach = true;
     std::string zeroOptions = "axis=dp,stage=" + std::to_string(zero);

@@ -22,6 +22,7 @@
 #include "tools/CrossMemoryAttach.h"
 #include "tools/DsConfig.h"
 #include "tools/OutputDir.h"
+#include "tools/ReplicaInference.h"
 #include "tools/MicroBatches.h"
 #include "tools/ToolCommon.h"
 #include "llvm/ADT/StringExtras.h"
@@ -194,7 +195,7 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
       return fail("rank " + llvm::Twine(r.rank) + ": " + llvm::toString(std::move(hashed)));
   }
   if (auto err = checkWeightFiles(*plan))
-    return std::move(err);
+    return err;
   return plan;
 }
 
@@ -586,23 +587,54 @@ static llvm::Error runRank(int rank) {
   return staged ? staged->commit() : llvm::Error::success();
 }
 
+/// Its replica's outputs (by output, by micro-batch) on each replica's
+/// writer, gathered over dp onto replica 0's, which writes them.
+static llvm::Error writeReplicaOutputs(rt::Session &session, size_t batches, std::vector<std::string> names,
+                                       std::vector<std::vector<Tensor>> outs, const std::string &writeDir) {
+  if (auto err = gatherReplicaOutputs(session.group("dp"), batches, outs))
+    return err;
+  if (session.coordinate("dp") != 0)
+    return llvm::Error::success();
+  std::vector<std::string> written;
+  std::vector<Tensor> values;
+  for (size_t o = 0; o < names.size(); ++o) {
+    if (outs[o].empty())
+      continue;
+    auto whole = concatMicroBatches(names[o], outs[o]);
+    if (!whole)
+      return whole.takeError();
+    written.push_back(names[o]);
+    values.push_back(std::move(*whole));
+  }
+  return rt::writeNpyFiles(writeDir, written, values);
+}
+
+/// Whether this rank writes its replica's outputs: coordinate 0 on every
+/// axis but dp (and pp, where the last stage writes).
+static bool replicaWriter(const rt::Session &session) {
+  const Plan &plan = session.plan();
+  bool writer = session.coordinate("pp") + 1 == plan.stages();
+  for (const MeshAxis &a : plan.mesh.axes)
+    writer &= a.name == "pp" || a.name == "dp" || session.coordinate(a.name) == 0;
+  return writer;
+}
+
 /// Inference on a pipeline stage: receive what the stage before sends, run
-/// the forward, send on; the last stage's first rank writes the outputs.
+/// the forward, send on, for micro-batches `mine` (this rank's replica's);
+/// the last stage's first rank keeps the outputs.
 static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, MicroBatches &micro,
-                                const std::string &writeDir) {
+                                const std::vector<size_t> &mine, const std::string &writeDir) {
   const Plan &plan = session.plan();
   int64_t stage = session.coordinate("pp");
   // MPI moves a large message only inside MPI calls: sends and receives progress between kernels.
   rt::Communicator *pp = session.group("pp");
   forward.setAfterEachKernel([pp] { pp->progress(); });
-  bool writer = stage + 1 == plan.stages();
-  for (const MeshAxis &a : plan.mesh.axes)
-    writer &= a.name == "pp" || session.coordinate(a.name) == 0;
+  const bool writer = replicaWriter(session);
   // Micro-batch j's outputs, by output (the writer's), for the last repeat.
   std::vector<std::vector<Tensor>> outs(plan.outputs.size());
   const int repeat = std::max(1, opts.repeat);
   for (int i = 0; i < repeat; ++i)
-    for (size_t j = 0; j < micro.batches.size(); ++j) {
+    for (size_t j : mine) {
       llvm::StringMap<rt::TensorView> feeds;
       for (const auto &in : forward.inputs()) {
         auto t = micro.batches[j].find(in.name);
@@ -625,17 +657,9 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
   if (!writer)
     return llvm::Error::success();
   std::vector<std::string> names;
-  std::vector<Tensor> values;
-  for (size_t o = 0; o < plan.outputs.size(); ++o) {
-    if (outs[o].empty())
-      continue;
-    auto whole = concatMicroBatches(plan.outputs[o].name, outs[o]);
-    if (!whole)
-      return whole.takeError();
-    names.push_back(plan.outputs[o].name);
-    values.push_back(std::move(*whole));
-  }
-  return rt::writeNpyFiles(writeDir, names, values);
+  for (const TensorSpec &o : plan.outputs)
+    names.push_back(o.name);
+  return writeReplicaOutputs(session, micro.batches.size(), std::move(names), std::move(outs), writeDir);
 }
 
 /// This rank's work, writing into `writeDir`: its session (communicators
@@ -662,14 +686,17 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   for (auto &batch : micro->batches) // the inputs this rank's forward reads (a stage's received ones are partita.Recv's)
     if (auto filled = fillRoleInputs(specs, batch); !filled) // the launcher printed what it fills
       return filled.takeError();
+  // Data parallelism: replica r runs micro-batches r, r + dp, ... (ReplicaInference.h).
+  const MeshAxis *dp = plan.mesh.find("dp");
+  std::vector<size_t> mine = replicaBatches(micro->batches.size(), (*session)->coordinate("dp"), dp ? dp->size : 1);
   if (plan.stages() > 1)
-    return runPipelined(**session, forward, *micro, writeDir);
+    return runPipelined(**session, forward, *micro, mine, writeDir);
   RunOptions ro;
   ro.repeat = std::max(1, opts.repeat);
   std::vector<std::string> names;
   std::vector<std::vector<Tensor>> parts;
-  for (auto &batch : micro->batches) {
-    auto result = runLoaded(forward, (*session)->device(), batch, ro);
+  for (size_t j : mine) {
+    auto result = runLoaded(forward, (*session)->device(), micro->batches[j], ro);
     if (!result)
       return result.takeError();
     if (rank == 0 && ro.repeat > 1)
@@ -679,16 +706,9 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
     for (size_t o = 0; o < result->outputs.size(); ++o)
       parts[o].push_back(std::move(result->outputs[o]));
   }
-  if (rank != 0)
+  if (!replicaWriter(**session))
     return llvm::Error::success();
-  std::vector<Tensor> values;
-  for (size_t o = 0; o < names.size(); ++o) {
-    auto whole = concatMicroBatches(names[o], parts[o]);
-    if (!whole)
-      return whole.takeError();
-    values.push_back(std::move(*whole));
-  }
-  return rt::writeNpyFiles(writeDir, names, values);
+  return writeReplicaOutputs(**session, micro->batches.size(), std::move(names), std::move(parts), writeDir);
 }
 
 /// This worker's status file (see RankStatus); -1 without --rank-status-dir.

@@ -18,8 +18,8 @@ splits whole groups: Partita refuses tp above the key/value heads). Each LAYOUT 
     before any rank starts, saying so, and leave no output folder;
   recompute: --recompute selective and full (1F1B, M = 4) give the losses of
     none within 1e-6;
-  inference (layouts of DP 1: compile refuses --dp without --train): the
-    plan compiled without --train, given M in {1, 4, 8} batches
+  inference: the plan compiled without --train (DP replicas taking the
+    batches round robin), given M in {1, 4, 8} batches
     at once (pipelined micro-batches; batch j is the export's inputs rolled j
     along the sequence), against `partita run` of the whole model on each
     batch, within 1e-5 of the output's scale.
@@ -146,10 +146,10 @@ for tp, pp, dp in layouts:
                                                                "--recompute", mode])
         losses, _ = train(plan, ranks, 4, "1f1b", f"{layout}-m4-{mode}")
         worst["recompute"] = max(worst["recompute"], same_losses(losses, none, f"{kind} {layout} recompute {mode}"))
-    # Inference: pipelined micro-batches against the single-rank run of each
-    # batch (at DP 1: an inference plan has no dp axis, compile refuses --dp).
-    plan = compile_plan(layout + "-inference", ["--tp", str(tp), "--pp", str(pp)]) if dp == 1 else None
-    for micro in MICROS if plan else ():
+    # Inference: pipelined micro-batches, dealt out over the dp replicas,
+    # against the single-rank run of each batch.
+    plan = compile_plan(layout + "-inference", ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp)])
+    for micro in MICROS:
         given = []
         for name, value in inputs.items():
             path = os.path.join(work, f"in.{name}.m{micro}.npy")
