@@ -222,7 +222,7 @@ int inspectMain() {
     std::vector<std::string> lines;
   };
   std::map<std::string, Sizes> sized;
-  std::vector<std::tuple<int, rt::MemoryLedger::Bytes, size_t>> memoryLines;
+  std::vector<std::tuple<int, rt::MemoryLedger::Bytes, size_t, size_t>> memoryLines; // + send copies' bound
   // One program's sizes (cached by file: dp replicas share theirs).
   auto sizeOf = [&](const std::string &rel) -> llvm::Expected<const Sizes *> {
     if (auto it = sized.find(rel); it != sized.end())
@@ -337,7 +337,10 @@ int inspectMain() {
     size_t peak = 0;
     for (size_t bytes : predicted)
       peak += bytes;
-    memoryLines.push_back({r.rank, predicted, peak});
+    // A step's sends: each copy lives until its receiver has taken it, at
+    // the latest the end of the step (PendingSends::drain).
+    const double sendBound = z.sends + sharedGradientBytes(*plan, r, z.sendTo);
+    memoryLines.push_back({r.rank, predicted, peak, static_cast<size_t>(sendBound)});
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
     if (!r.program("step").empty()) {
@@ -365,8 +368,11 @@ int inspectMain() {
     }
   }
   os << "\n";
-  for (const auto &[rank, bytes, peak] : memoryLines)
+  for (const auto &[rank, bytes, peak, sends] : memoryLines) {
     rt::printMemoryLine(os, rank, "predicted", bytes, peak);
+    if (plan->stages() > 1)
+      rt::printSendCopiesLine(os, rank, "predicted", sends);
+  }
   if (!plan->paramTypes.empty())
     printZeroFormula(os, *plan);
   return 0;

@@ -1,5 +1,6 @@
 //===- PendingSends.cpp ---------------------------------------------------===//
 #include "runtime/comm/PendingSends.h"
+#include "runtime/core/MemoryLedger.h"
 #include <algorithm>
 
 namespace partita::rt {
@@ -15,8 +16,10 @@ llvm::Error PendingSends::start(Communicator &comm, const void *data, size_t byt
     return err;
   const auto *p = static_cast<const uint8_t *>(data);
   pending_.push_back({&comm, -1, std::vector<uint8_t>(p, p + bytes)});
+  MemoryLedger::process().chargeSendCopy(bytes);
   auto handle = comm.startSend(pending_.back().bytes.data(), count, dtype, peer, tag);
   if (!handle) {
+    MemoryLedger::process().releaseSendCopy(bytes);
     pending_.pop_back();
     return handle.takeError();
   }
@@ -29,6 +32,8 @@ llvm::Error PendingSends::reap() {
     auto done = it->comm->test(it->handle);
     if (!done)
       return done.takeError();
+    if (*done)
+      MemoryLedger::process().releaseSendCopy(it->bytes.size());
     it = *done ? pending_.erase(it) : std::next(it);
   }
   return llvm::Error::success();
@@ -38,6 +43,7 @@ llvm::Error PendingSends::drain() {
   while (!pending_.empty()) {
     if (auto err = pending_.front().comm->wait(pending_.front().handle))
       return err;
+    MemoryLedger::process().releaseSendCopy(pending_.front().bytes.size());
     pending_.pop_front();
   }
   return llvm::Error::success();

@@ -61,6 +61,22 @@ void MemoryLedger::resetPeak() {
   atPeak_ = now_;
 }
 
+void MemoryLedger::chargeSendCopy(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sendCopies_ += bytes;
+  sendCopiesPeak_ = sendCopies_ > sendCopiesPeak_ ? sendCopies_ : sendCopiesPeak_;
+}
+
+void MemoryLedger::releaseSendCopy(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sendCopies_ -= bytes < sendCopies_ ? bytes : sendCopies_;
+}
+
+size_t MemoryLedger::sendCopiesPeak() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sendCopiesPeak_;
+}
+
 MemoryCharge &MemoryCharge::operator=(MemoryCharge &&o) noexcept {
   if (this != &o) {
     resize(0);

@@ -8,6 +8,12 @@
 // keeps each category's bytes now and the largest total it has seen, with
 // what made it up: what `launch --memory` prints and `partita inspect`
 // predicts before launch. One ledger per process (a rank).
+//
+// The copies a pipeline stage sends from (runtime/comm/PendingSends.h) live
+// until the receiver has taken them, which timing decides: they are tallied
+// apart, with their own high-water mark, so that the categories at the peak
+// stay what the programs and the schedule make them. inspect predicts their
+// bound (a step's sends).
 //===----------------------------------------------------------------------===//
 #pragma once
 #include <array>
@@ -40,11 +46,17 @@ public:
   size_t peak() const;
   /// Forgets the peak (the current bytes stay charged).
   void resetPeak();
+  /// Pipeline send copies in flight (apart from the categories, see above).
+  void chargeSendCopy(size_t bytes);
+  void releaseSendCopy(size_t bytes);
+  /// The most send-copy bytes in flight at once.
+  size_t sendCopiesPeak() const;
 
 private:
   mutable std::mutex mu_;
   Bytes now_{}, atPeak_{};
   size_t total_ = 0, peak_ = 0;
+  size_t sendCopies_ = 0, sendCopiesPeak_ = 0;
 };
 
 /// Bytes charged to a category for as long as this lives (a buffer's

@@ -17,4 +17,13 @@ void printMemoryLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, const
   os.flush();
 }
 
+void printSendCopiesLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, size_t bytes) {
+  std::string line;
+  llvm::raw_string_ostream s(line);
+  s << "pipeline send copies of rank " << rank << " (" << how << ", MB): at most "
+    << llvm::format("%.6f", static_cast<double>(bytes) / 1e6) << " in flight\n";
+  os << s.str();
+  os.flush();
+}
+
 } // namespace partita::rt

@@ -4,6 +4,10 @@
 // `partita inspect` (predicted from the plan) print the same line, so the two
 // can be set side by side:
 //   memory of rank 0 (measured, MB): parameters 0.033900, gradients 0.031040, ... ; peak 0.4107 (410720 bytes)
+// and, on a pipeline, the copies its sends go out from (apart from the peak:
+// see MemoryLedger.h), the most in flight at once (measured) or their bound,
+// a step's sends (predicted):
+//   pipeline send copies of rank 0 (measured, MB): at most 0.008192 in flight
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/core/MemoryLedger.h"
@@ -14,5 +18,7 @@ namespace partita::rt {
 /// `bytes` by category, and the total they make as the peak.
 void printMemoryLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, const MemoryLedger::Bytes &bytes,
                      size_t peak);
+/// The pipeline send copies' line.
+void printSendCopiesLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, size_t bytes);
 
 } // namespace partita::rt

@@ -180,6 +180,11 @@ llvm::Error TrainingRun::run(const Action &action) {
     if (!c)
       return fail("the schedule names model chunk " + llvm::Twine(action.chunk) + "; this rank holds " +
                   llvm::Twine(chunks_.size()));
+    // The copies of sends the receivers took are freed before each op
+    // (otherwise the next send frees them): GPipe's first stage holds no
+    // copy through its backwards.
+    if (auto err = PendingSends::process().reap())
+      return err;
     if (action.kind == Action::Kind::Forward)
       return c->forward(step_, action.microBatch, *sampler_);
     return c->backward(step_, action.microBatch);
@@ -344,6 +349,8 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
   if (o_.memory) {
     const MemoryLedger &ledger = MemoryLedger::process();
     printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
+    if (plan_.stages() > 1)
+      printSendCopiesLine(llvm::outs(), session_.rank(), "measured", ledger.sendCopiesPeak());
   }
   for (const StageRun &c : chunks_)
     if (auto err = c.writeParameters(outDir))

@@ -1,5 +1,7 @@
 # Compares `partita inspect`'s predicted memory lines with `launch --memory`'s
-# measured ones, per rank and category, within 1% (and 64 bytes).
+# measured ones, per rank and category, within 1% (and 64 bytes); and the
+# pipeline send copies in flight: measured (their most at once, > 0) at most
+# the predicted bound, on every rank.
 #   same_memory.py INSPECT_OUTPUT LAUNCH_OUTPUT
 import re
 import sys
@@ -23,3 +25,19 @@ for rank in sorted(predicted):
             bad.append(f"rank {rank} {cat.strip()}: predicted {p}, measured {got}")
 print(f"ranks predicted {sorted(predicted)}, measured {sorted(measured)}")
 print("memory: " + ("same" if not bad and sorted(predicted) == sorted(measured) else "differs: " + "; ".join(bad[:4])))
+
+
+def copies(path, kind):
+    out = {}
+    for line in open(path):
+        m = re.match(r"pipeline send copies of rank (\d+) \(" + kind + r", MB\): at most ([0-9.]+) in flight", line)
+        if m:
+            out[int(m.group(1))] = float(m.group(2))
+    return out
+
+
+bound, most = copies(sys.argv[1], "predicted"), copies(sys.argv[2], "measured")
+over = [f"rank {r}: {most.get(r)} MB in flight, bound {b}" for r, b in sorted(bound.items())
+        if most.get(r) is None or not 0 < most[r] <= b]
+print(f"send copies: {len(bound)} ranks, " + ("within the bound" if bound and not over and
+                                               sorted(bound) == sorted(most) else "not: " + "; ".join(over[:4])))
