@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): the pipeline's bubble, measured. A GPT of STAGES x 2 equal
-# layers (d=256, 4 heads, sequence 128, batch 2, vocabulary 64, so the embedding and
-# the head weigh little) is cut into STAGES stages of 2 layers (interleaved: 2 model
-# chunks of one layer per rank), each one rank of 1 thread, and trains 10 steps of M
-# micro-batches with GPipe, 1F1B and interleaved 1F1B, each with `launch --trace`.
+# Benchmark (not a test): the pipeline's bubble, measured. A GPT of equal layers
+# (d=512, 8 heads, sequence 128, batch 2, vocabulary 64) is cut into STAGES stages
+# of 8 layers each, as deep as real pipelines' (GPT-3: 96 layers on 8 stages), so
+# that the embedding on the first stage and the final norm, head and loss on the
+# last weigh little beside a stage; interleaved: 2 model chunks of 4 layers per
+# rank. Each stage is one rank of 1 thread. It trains 10 steps of M micro-batches
+# with GPipe, 1F1B and interleaved 1F1B, each with `launch --trace`.
 # bench/pipeline_idle.py reads the traces: each stage's busy time per micro-batch
 # (1F1B), and per stage the idle fraction against (p-1)/(m+p-1) ((p-1)/(2m+p-1)
 # interleaved), which assumes equally fast stages; the bubble (the busiest stage's
@@ -14,6 +16,7 @@
 # Then activation recompute (none, selective, full) on the 1F1B run of the last M:
 # each stage's saved bytes per micro-batch and the step time, as ratios to none's.
 # On 2 cores 2 stages run one rank per core; more stages oversubscribe (said below).
+# LAYERS=k (layers per stage) and D=d (width) change the model.
 #   bash bench/pipeline.sh [STAGES] [MICRO_BATCHES...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +27,11 @@ micros=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 idle() { /usr/bin/python3 bench/pipeline_idle.py "$@"; }
-/usr/bin/python3 models/export_gpt.py --d 256 --heads 4 --layers $((stages * 2)) --seq 128 --batch 2 --vocab 64 \
-  -o "$work/gpt.onnx" 2>/dev/null
+per=${LAYERS:-8} d=${D:-512}
+/usr/bin/python3 models/export_gpt.py --d "$d" --heads $((d / 64)) --layers $((stages * per)) --seq 128 --batch 2 \
+  --vocab 64 -o "$work/gpt.onnx" 2>/dev/null
 /usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 64, 100000))"
-split=$(/usr/bin/python3 -c "print(','.join(['2'] * $stages))")
+split=$(/usr/bin/python3 -c "print(','.join(['$per'] * $stages))")
 build/tools/partita compile "$work/gpt.onnx" --train --pp "$stages" --pp-layers "$split" --untie-embeddings \
   -o "$work/plan" | grep "pipeline stage"
 [ "$stages" -le "$(nproc)" ] || echo "note: $stages ranks on $(nproc) cores: oversubscribed, the idle fractions include waiting for a core"
@@ -40,7 +44,7 @@ for m in "${micros[@]}"; do
     build/tools/partita launch -n "$stages" "$plan" --steps 10 --data "$work/tokens.npy" --batch 2 --seq 128 \
       --micro-batches "$m" --schedule "$schedule" --threads 1 --output-dir "$work/r-$schedule-$m" \
       --trace "$work/trace-$schedule-$m.json" >/dev/null 2>&1
-    [ "$schedule" != 1f1b ] || idle balance "$work/trace-$schedule-$m.json" "$stages" 1 | head -1 | sed "s/^/1f1b        m=$m: /"
+    [ "$schedule" != 1f1b ] || idle balance "$work/trace-$schedule-$m.json" "$stages" 1 | sed "s/^/1f1b        m=$m: /"
     idle idle "$work/trace-$schedule-$m.json" "$plan/plan.json" "$schedule" "$m" "$stages" "$v"
   done
 done

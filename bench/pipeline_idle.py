@@ -2,8 +2,7 @@
 
   pipeline_idle.py balance TRACE P V
       each stage's busy time per micro-batch (forward + backward, less the
-      waits for a partita.Recv), median over the steps after the first; prints
-      "imbalance MS": the last stage's less the mean of the others'.
+      waits for a partita.Recv), median over the steps after the first.
   pipeline_idle.py idle TRACE PLAN_JSON SCHEDULE M P V
       per stage, per step after the first:
         idle      1 - its busy time / the pipeline's span (the first forward's
@@ -92,6 +91,7 @@ def simulate(ops, p, v):
                 clock[r] = begin + d
                 pos[r] += 1
                 moved = True
+    assert all(pos[r] == len(mine) for r, mine in ops.items()), "the ops' order deadlocks: a trace cut short?"
     span = max(clock.values())
     return {r: 1 - sum(o[3] for o in mine) / span for r, mine in ops.items()}
 
@@ -123,9 +123,7 @@ def balance(trace, p, v):
         for r in range(p):
             per[r].append(s.total(r) / micro / 1e3)
     t = {r: statistics.median(x) for r, x in per.items()}
-    others = statistics.mean(t[r] for r in range(p - 1))
     print("busy per micro-batch: " + ", ".join(f"stage {r} {t[r]:.2f} ms" for r in range(p)))
-    print(f"imbalance {t[p - 1] - others:.4f}")
 
 
 def idle(trace, plan_path, schedule, m, p, v):

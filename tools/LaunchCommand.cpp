@@ -238,8 +238,6 @@ static llvm::Error checkFlags(bool trainPlan) {
     return fail("the plan was compiled with --train: give --steps S (>= 1), --data FILE, --batch B and --seq T");
   if (!t.trace.empty() && llvm::sys::fs::exists(t.trace))
     return fail("--trace " + t.trace + ": the file exists; remove it or name another (launch does not overwrite it)");
-  if (rt::PipelineKind kind; !rt::parsePipelineKind(t.schedule, kind))
-    return fail("--schedule " + t.schedule + ": pipeline schedules are gpipe, 1f1b and interleaved");
   auto atLeastOne = [](const char *flag, int v) -> llvm::Error {
     if (v < 1)
       return fail(llvm::Twine(flag) + " " + llvm::Twine(v) + ": must be >= 1");
@@ -398,6 +396,9 @@ int launchMain(int argc, char **argv) {
     return reportError(tool, std::move(err));
   if (auto err = checkFlags(trainPlan))
     return reportError(tool, std::move(err));
+  if (trainPlan) // the schedule's name, and that it runs this plan's model chunks
+    if (auto err = rt::checkPipelineSchedule(opts.train.schedule, plan->virtualStages))
+      return reportError(tool, std::move(err));
   if (trainPlan && plan->virtualStages > 1) {
     if (opts.train.microBatches % plan->stages() != 0)
       return reportError(tool, fail("--micro-batches " + llvm::Twine(opts.train.microBatches) + ": interleaved 1F1B (" +
@@ -405,9 +406,6 @@ int launchMain(int argc, char **argv) {
                                     llvm::Twine(plan->stages()) + " at a time, one per stage: give a multiple of " +
                                     llvm::Twine(plan->stages())));
   }
-  if (trainPlan)
-    if (auto err = rt::checkPipelineSchedule(opts.train.schedule, plan->virtualStages))
-      return reportError(tool, std::move(err));
   if (trainPlan && plan->stages() > opts.train.microBatches)
     llvm::errs() << "partita launch: warning: " << opts.train.microBatches << " micro-batch(es) on "
                  << plan->stages() << " pipeline stages: most stages wait most of the step (give --micro-batches >= "

@@ -21,8 +21,8 @@ llvm::Error gatherReplicaOutputs(rt::Communicator *dp, size_t batches, std::vect
   if (me != 0) {
     for (size_t i = 0; i < replicaBatches(batches, me, replicas).size(); ++i)
       for (size_t o = 0; o < outs.size(); ++o) {
-        const Tensor &t = outs[o][i];
-        if (auto err = dp->send(t.data(), static_cast<size_t>(t.numel()), t.dtype(), 0, static_cast<int>(o)))
+        const Tensor &t = outs[o][i]; // as bytes: an output of any type
+        if (auto err = dp->send(t.data(), t.byteSize(), DType::U8, 0, static_cast<int>(o)))
           return err;
       }
     for (auto &out : outs)
@@ -37,9 +37,11 @@ llvm::Error gatherReplicaOutputs(rt::Communicator *dp, size_t batches, std::vect
         all[o].push_back(outs[o][j / static_cast<size_t>(replicas)]);
         continue;
       }
-      const Tensor &like = outs[o].front(); // replica 0 runs micro-batch 0: every output's type
+      // Replica 0 runs micro-batch 0: every micro-batch's output o has its
+      // type (the programs' shapes are static).
+      const Tensor &like = outs[o].front();
       auto bytes = std::make_shared<std::vector<uint8_t>>(like.byteSize());
-      if (auto err = dp->recv(bytes->data(), static_cast<size_t>(like.numel()), like.dtype(), from, static_cast<int>(o)))
+      if (auto err = dp->recv(bytes->data(), like.byteSize(), DType::U8, from, static_cast<int>(o)))
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        "receiving micro-batch " + std::to_string(j) + "'s outputs from dp replica " +
                                            std::to_string(from) + ": " + llvm::toString(std::move(err)));

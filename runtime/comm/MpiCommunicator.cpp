@@ -57,6 +57,7 @@ llvm::Expected<MPI_Datatype> mpiType(DType t) {
   case DType::F64: return MPI_DOUBLE;
   case DType::I64: return MPI_INT64_T;
   case DType::I32: return MPI_INT32_T;
+  case DType::U8: return MPI_UINT8_T; // also raw bytes, for a send of any type
   case DType::BF16: return halfTypes().bf16;
   case DType::F16: return halfTypes().f16;
   default:
