@@ -8,7 +8,12 @@
         idle      1 - its busy time / the pipeline's span (the first forward's
                   start to the last backward's end over all ranks);
         formula   (p-1)/(m+p-1), interleaved (p-1)/(v*m+p-1): every stage
-                  equally fast, each op's output leaving at its end;
+                  equally fast, each op's output leaving at its end; and
+                  the same with the backward split as Partita's is: with
+                  forward and backward times f and b (medians) and alpha the
+                  share of a backward done when it sends its input's gradient
+                  (the weights' gradients come after), (p-1)(f + alpha b) /
+                  (v m (f + b) + (p-1)(f + alpha b));
         bubble    idle less load imbalance (the busiest stage's busy time less
                   this one's, over the span): the busiest stage's idle, what
                   the formula describes;
@@ -133,12 +138,18 @@ def idle(trace, plan_path, schedule, m, p, v):
     bubble = {r: [] for r in range(p)}
     simulated = {r: [] for r in range(p)}
     inflight = {r: 0 for r in range(p)}
+    times, alpha = {"forward": [], "backward": []}, []
     for s in steps(events, p):
         span = s.end - s.start
         totals = {r: s.total(r) for r in range(p)}
         ops = {r: timed_ops(s, r) for r in range(p)}
         for r, x in simulate(ops, p, v).items():
             simulated[r].append(x)
+        for r in range(p):
+            for kind, c, k, d, needs, sends in ops[r]:
+                times[kind].append(d)
+                if kind == "backward" and c * p + r > 0:  # it sends its input's gradient
+                    alpha.append(sends / d)
         for r in range(p):
             got[r].append(1 - totals[r] / span)
             bubble[r].append(1 - max(totals.values()) / span)
@@ -147,6 +158,13 @@ def idle(trace, plan_path, schedule, m, p, v):
                 live += 1 if e["name"].startswith("forward") else -1
                 inflight[r] = max(inflight[r], live if e["name"].startswith("forward") else live + 1)
     want = (p - 1) / (v * m + p - 1)
+    # The formula with the backward split: the stage before waits for the
+    # share alpha of a backward (up to its input gradient's send), not all of it.
+    tf, tb, a = statistics.median(times["forward"]), statistics.median(times["backward"]), statistics.median(alpha)
+    fill = (p - 1) * (tf + a * tb)
+    split = fill / (v * m * (tf + tb) + fill)
+    print(f"{schedule:11} m={m}: a forward {tf / 1e3:.2f} ms, a backward {tb / 1e3:.2f} ms, its input gradient sent "
+          f"after {a:.2f} of it: the formula with the split backward {split:.3f}")
     saved = {}
     for rank in plan["ranks"]:  # per micro-batch, over the rank's chunks
         total = 0
@@ -159,10 +177,11 @@ def idle(trace, plan_path, schedule, m, p, v):
         saved[rank["coords"]["pp"]] = total / v
     for r in range(p):
         i, b, sim = (statistics.median(x[r]) for x in (got, bubble, simulated))
-        print(f"{schedule:11} m={m}: stage {r} idle {i:.3f} (formula {want:.3f}, ratio {i / want:.2f}; bubble "
-              f"{b:.3f}, ratio {b / want:.2f}; its schedule on the times measured {sim:.3f}, the runtime's excess "
-              f"{(i - sim) * 100:+.1f}% of the step); at most {inflight[r]} micro-batches in flight, "
-              f"{inflight[r] * saved[r] / 1e6:.1f} MB of saved activations")
+        print(f"{schedule:11} m={m}: stage {r} idle {i:.3f} (formula {want:.3f}, ratio {i / want:.2f}; with the "
+              f"split backward ratio {i / split:.2f}; bubble {b:.3f}, ratio {b / want:.2f} and {b / split:.2f}; its "
+              f"schedule on the times measured {sim:.3f}, the runtime's excess {(i - sim) * 100:+.1f}% of the step); "
+              f"at most {inflight[r]} micro-batches in flight, {inflight[r] * saved[r] / 1e6:.1f} MB of saved "
+              "activations")
 
 
 if __name__ == "__main__":
