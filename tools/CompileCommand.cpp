@@ -619,26 +619,23 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (auto err = recordProgramHash(r, dir, rel))
         return err;
     }
-    // The shards exported beside the program (none when every weight is read by reference).
+    // The shards exported beside the programs (none when every weight is
+    // read by reference): the forward's weights.bin, and the step's
+    // master_weights.bin (mixed precision's masters).
     for (int64_t k = 0; k < virtualStages; ++k) {
       std::string rel = rankWeightsFile(r);
       if (k > 0)
         rel = rel.substr(0, rel.size() - 3) + std::to_string(k) + ".bin";
-      llvm::SmallString<256> weightsPath(dir);
-      llvm::sys::path::append(weightsPath, rel);
-      if (llvm::sys::fs::exists(weightsPath))
-        if (auto err = recordProgramHash(r, dir, rel))
-          return err;
-      // The step's (mixed precision's masters) beside it: master_weights.bin.
-      llvm::SmallString<128> masterFile(llvm::sys::path::parent_path(rel, llvm::sys::path::Style::posix));
-      llvm::sys::path::append(masterFile, llvm::sys::path::Style::posix,
+      llvm::SmallString<128> masters(llvm::sys::path::parent_path(rel, llvm::sys::path::Style::posix));
+      llvm::sys::path::append(masters, llvm::sys::path::Style::posix,
                               "master_" + llvm::sys::path::filename(rel, llvm::sys::path::Style::posix).str());
-      std::string masters(masterFile);
-      llvm::SmallString<256> mastersPath(dir);
-      llvm::sys::path::append(mastersPath, masters);
-      if (llvm::sys::fs::exists(mastersPath))
-        if (auto err = recordProgramHash(r, dir, masters))
-          return err;
+      for (const std::string &file : {rel, std::string(masters)}) {
+        llvm::SmallString<256> path(dir);
+        llvm::sys::path::append(path, file);
+        if (llvm::sys::fs::exists(path))
+          if (auto err = recordProgramHash(r, dir, file))
+            return err;
+      }
     }
     written[key] = &r;
   }

@@ -337,10 +337,11 @@ int inspectMain() {
     size_t peak = 0;
     for (size_t bytes : predicted)
       peak += bytes;
-    // A step's sends: each copy lives until its receiver has taken it, at
-    // the latest the end of the step (PendingSends::drain).
-    const double sendBound = z.sends + sharedGradientBytes(*plan, r, z.sendTo);
-    memoryLines.push_back({r.rank, predicted, peak, static_cast<size_t>(sendBound)});
+    // A step's sends, its programs' and a shared weight's gradient: each
+    // copy lives until its receiver has taken it, at the latest the end of
+    // the step (PendingSends::drain).
+    const double shared = sharedGradientBytes(*plan, r, z.sendTo);
+    memoryLines.push_back({r.rank, predicted, peak, static_cast<size_t>(z.sends + shared)});
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
     if (!r.program("step").empty()) {
@@ -353,7 +354,6 @@ int inspectMain() {
         os << llvm::format(", fp32 master weights %.3f MB", z.masters / 1e6);
       os << "\n";
     }
-    double shared = sharedGradientBytes(*plan, r, z.sendTo);
     if (!z.sendTo.empty())
       os << llvm::format("       pipeline: sends %.3f MB/step to stage(s) %s (%d micro-batch(es) x its partita.Send",
                          (z.sends + shared) / 1e6,

@@ -23,7 +23,6 @@ dnnl::memory::desc plainDesc(const dims &d, const dims &strides,
   return dnnl::memory::desc(d, t, strides);
 }
 
-
 dims rowMajorStrides(const dims &d) {
   dims s(d.size(), 1);
   for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i)
