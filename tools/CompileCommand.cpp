@@ -10,6 +10,7 @@
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/OnnxExport.h"
 #include "compiler/pass/PassManager.h"
+#include "compiler/support/OutputFile.h"
 #include "passes/AddOptimizer.h"
 #include "passes/SplitPipeline.h"
 #include "passes/SplitPrograms.h"
@@ -135,14 +136,9 @@ static cl::opt<bool> printIR("print-ir", cl::desc("Print the (sharded) global IR
 bool compileSelected() { return static_cast<bool>(compileCmd); }
 
 static llvm::Error writeText(llvm::StringRef path, const Graph &g) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return fail("cannot write " + path + ": " + ec.message());
   PrintOptions po;
   po.elideTensorsOver = 4096; // the .onnx beside it holds the values (a causal mask is 4M elements at seq 2048)
-  printGraph(g, os, po);
-  return llvm::Error::success();
+  return writeFile(path, [&](llvm::raw_ostream &os) { printGraph(g, os, po); });
 }
 
 static std::vector<TensorSpec> specsOf(const std::vector<Value *> &values) {

@@ -165,6 +165,11 @@ int inspectMain() {
     return reportError(tool, plan.takeError());
   if (auto err = rt::checkPipelineSchedule(inspectSchedule, plan->virtualStages))
     return reportError(tool, std::move(err));
+  if (auto err = rt::checkMicroBatches(microBatches, plan->stages(), plan->virtualStages))
+    return reportError(tool, std::move(err));
+  if (onlyRank.getNumOccurrences() && (onlyRank < 0 || onlyRank >= plan->worldSize()))
+    return reportError(tool, fail("--rank " + llvm::Twine(onlyRank.getValue()) + ": the plan has ranks 0.." +
+                                  llvm::Twine(plan->worldSize() - 1) + " (" + plan->mesh.str() + ")"));
   auto &os = llvm::outs();
   os << "plan: " << plan->mesh.str() << ", " << plan->worldSize() << " ranks\n";
   if (plan->precision != "fp32")

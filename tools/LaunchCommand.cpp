@@ -220,7 +220,7 @@ static llvm::Error checkTokenInputs(const Plan &plan, const llvm::StringMap<Tens
 
 /// The flags of a launch, checked before any rank starts; each error names
 /// its flag.
-static llvm::Error checkFlags(bool trainPlan) {
+static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
   const rt::TrainOptions &t = opts.train;
   if (opts.threads < 0)
     return fail("--threads " + llvm::Twine(opts.threads) + ": must be >= 0 (0: cores / ranks)");
@@ -236,8 +236,21 @@ static llvm::Error checkFlags(bool trainPlan) {
   }
   if (!steps.getNumOccurrences())
     return fail("the plan was compiled with --train: give --steps S (>= 1), --data FILE, --batch B and --seq T");
+  if (precision != "fp16") // loss scaling exists only under fp16: refused, not silently ignored
+    for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+             &lossScale, &initialScalePower, &lossScaleWindow, &hysteresis, &minLossScale})
+      if (flag->getNumOccurrences())
+        return fail("--" + flag->ArgStr + " applies to fp16 training (a plan compiled with --precision fp16); this "
+                    "plan's precision is " + precision);
   if (!t.trace.empty() && llvm::sys::fs::exists(t.trace))
     return fail("--trace " + t.trace + ": the file exists; remove it or name another (launch does not overwrite it)");
+  if (!t.trace.empty()) { // found now, not after the run
+    llvm::SmallString<256> folder(t.trace);
+    llvm::sys::fs::make_absolute(folder);
+    llvm::sys::path::remove_filename(folder);
+    if (!llvm::sys::fs::is_directory(folder))
+      return fail("--trace " + t.trace + ": the folder " + folder + " does not exist");
+  }
   auto atLeastOne = [](const char *flag, int v) -> llvm::Error {
     if (v < 1)
       return fail(llvm::Twine(flag) + " " + llvm::Twine(v) + ": must be >= 1");
@@ -258,8 +271,6 @@ static llvm::Error checkFlags(bool trainPlan) {
   if (auto err = atLeastOne("--batch", t.batch))
     return err;
   if (auto err = atLeastOne("--seq", t.seq))
-    return err;
-  if (auto err = atLeastOne("--micro-batches", t.microBatches))
     return err;
   if (auto err = finiteAtLeast("--lr", t.lr, 0, false))
     return err;
@@ -383,6 +394,8 @@ static std::string unfinishedRanks(llvm::StringRef dir, int n) {
          " exited without finishing (no MPI_Finalize; mpirun reported success)";
 }
 
+static llvm::Error joinTraceInto(const StagedOutput &staged, int ranks);
+
 int launchMain(int argc, char **argv) {
   const char *tool = "partita launch";
   const int worldSize = opts.worldSize;
@@ -394,18 +407,14 @@ int launchMain(int argc, char **argv) {
   bool trainPlan = plan->schedule == "gradient-accumulation";
   if (auto err = useDsConfigForLaunch(dsConfig, launchCmd, *plan, opts.train, /*report=*/true))
     return reportError(tool, std::move(err));
-  if (auto err = checkFlags(trainPlan))
+  if (auto err = checkFlags(trainPlan, plan->precision))
     return reportError(tool, std::move(err));
   if (trainPlan) // the schedule's name, and that it runs this plan's model chunks
     if (auto err = rt::checkPipelineSchedule(opts.train.schedule, plan->virtualStages))
       return reportError(tool, std::move(err));
-  if (trainPlan && plan->virtualStages > 1) {
-    if (opts.train.microBatches % plan->stages() != 0)
-      return reportError(tool, fail("--micro-batches " + llvm::Twine(opts.train.microBatches) + ": interleaved 1F1B (" +
-                                    llvm::Twine(plan->virtualStages) + " model chunks per rank) runs micro-batches " +
-                                    llvm::Twine(plan->stages()) + " at a time, one per stage: give a multiple of " +
-                                    llvm::Twine(plan->stages())));
-  }
+  if (trainPlan)
+    if (auto err = rt::checkMicroBatches(opts.train.microBatches, plan->stages(), plan->virtualStages))
+      return reportError(tool, std::move(err));
   if (trainPlan && plan->stages() > opts.train.microBatches)
     llvm::errs() << "partita launch: warning: " << opts.train.microBatches << " micro-batch(es) on "
                  << plan->stages() << " pipeline stages: most stages wait most of the step (give --micro-batches >= "
@@ -535,13 +544,31 @@ int launchMain(int argc, char **argv) {
     llvm::sys::fs::remove_directories(statusDir);
   if (rc != 0)
     return reportError(tool, fail(failure));
-  if (staged)
-    if (auto err = staged->commit())
-      return reportError(tool, std::move(err));
-  return 0;
+  if (!staged)
+    return 0;
+  llvm::Error traced = joinTraceInto(*staged, worldSize);
+  if (auto err = staged->commit()) {
+    llvm::consumeError(std::move(traced));
+    return reportError(tool, std::move(err));
+  }
+  return traced ? reportError(tool, std::move(traced)) : 0;
 }
 
 static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir);
+
+/// After a training run with --trace: joins the ranks' parts (in the staged
+/// output) into the trace file. On failure the parts stay in the output,
+/// which is committed all the same: a trace that cannot be written does not
+/// cost the run's parameters.
+static llvm::Error joinTraceInto(const StagedOutput &staged, int ranks) {
+  if (opts.train.trace.empty() || opts.train.steps <= 0)
+    return llvm::Error::success();
+  std::string parts = rt::tracePartsDir(staged.path());
+  if (auto err = rt::joinTrace(parts, ranks, opts.train.trace))
+    return fail(llvm::toString(std::move(err)) + " (each rank's part of the trace is kept in " + opts.outDir + "/" +
+                llvm::sys::path::filename(parts) + ")");
+  return llvm::Error::success();
+}
 
 /// Runs this process's rank; any error aborts every rank.
 static llvm::Error runRank(int rank) {
@@ -579,10 +606,14 @@ static llvm::Error runRank(int rank) {
     return err;
   if (auto err = world->barrier()) // every rank has written its part (under the watchdog)
     return err;
-  if (rank == 0 && !opts.train.trace.empty())
-    if (auto err = rt::joinTrace(opts.train.trace, static_cast<int>(world->size())))
-      return err;
-  return staged ? staged->commit() : llvm::Error::success();
+  if (!staged) // the launcher's staging: it joins the trace and commits
+    return llvm::Error::success();
+  llvm::Error traced = joinTraceInto(*staged, static_cast<int>(world->size()));
+  if (auto err = staged->commit()) {
+    llvm::consumeError(std::move(traced));
+    return err;
+  }
+  return traced;
 }
 
 /// Its replica's outputs (by output, by micro-batch) on each replica's

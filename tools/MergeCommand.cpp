@@ -18,6 +18,7 @@
 // protobuf nears the 2 GB limit.
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/WeightStore.h"
+#include "compiler/support/OutputFile.h"
 #include "runtime/io/Npy.h"
 #include "tools/Commands.h"
 #include "tools/OutputDir.h"
@@ -34,6 +35,7 @@
 #include <google/protobuf/wire_format_lite.h>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -50,22 +52,22 @@ bool mergeSelected() { return static_cast<bool>(mergeCmd); }
 
 /// One parameter with its shards concatenated along the split dimension.
 /// Every shard file is checked against the plan's shard type first, and the
-/// shards against the model's weight: the error names the file.
+/// shards against the model's weight: the error names the file. Every
+/// data-parallel replica's copy is read too and must equal the first bit for
+/// bit (the replicas step in lockstep): a missing, swapped or diverged copy
+/// is an error, not silently ignored.
 static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const Shape &full) {
   const std::string &name = plan.params[param];
   if (plan.paramTypes.size() != plan.params.size())
     return fail("the plan records no shard types (compiled by an older Partita? compile again)");
   const TensorType &shard = plan.paramTypes[param];
   std::vector<Tensor> parts;
-  std::map<int64_t, bool> seenTp;
+  std::map<int64_t, std::pair<size_t, std::string>> firstCopy; // tp coordinate -> its part and file
   for (const RankPlan &r : plan.ranks) {
     if (!plan.paramStages.empty() &&
         (!r.coords.count("pp") || r.coords.at("pp") != plan.paramStages[param] % plan.stages()))
       continue; // another pipeline stage's rank: it does not hold the parameter
     int64_t tp = r.coords.count("tp") ? r.coords.at("tp") : 0;
-    if (seenTp[tp])
-      continue; // dp replicas hold the same shard
-    seenTp[tp] = true;
     llvm::SmallString<256> path(mergeTrained);
     llvm::sys::path::append(path, "rank" + std::to_string(r.rank), name + ".npy");
     auto t = rt::readNpy(path);
@@ -74,7 +76,15 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
     if (t->type() != shard)
       return fail(path + ": holds " + t->type().str() + ", but parameter '" + name + "' has " + shard.str() +
                   " shards in the plan");
-    parts.push_back(*t);
+    auto first = firstCopy.find(tp);
+    if (first == firstCopy.end()) {
+      firstCopy[tp] = {parts.size(), path.str().str()};
+      parts.push_back(std::move(*t));
+    } else if (std::memcmp(t->data(), parts[first->second.first].data(), t->byteSize()) != 0) {
+      return fail(path + " and " + first->second.second + " hold different values of parameter '" + name +
+                  "', though data-parallel replicas step in lockstep: the trained folder mixes runs or a file "
+                  "was changed");
+    }
   }
   if (full.size() != shard.shape.size())
     return fail("parameter '" + name + "': the plan's shards are " + shard.str() + ", the model's weight is " +
@@ -212,12 +222,6 @@ static llvm::Expected<Tensor> readInitializer(const onnx::TensorProto &t, llvm::
 class MergedFiles {
 public:
   MergedFiles(std::string out, std::vector<std::string> inputs) : out_(std::move(out)), inputs_(std::move(inputs)) {}
-  ~MergedFiles() {
-    data_.reset();
-    for (const std::string &tmp : {modelTmp_, dataTmp_})
-      if (!tmp.empty())
-        llvm::sys::fs::remove(tmp);
-  }
 
   std::string dataPath() const { return out_ + ".data"; }
   /// The location a tensor in the merged model gives its external data.
@@ -253,21 +257,19 @@ public:
 
   /// Opens the temporary external data file.
   llvm::Error openData() {
-    llvm::SmallString<256> tmp;
-    int fd = -1;
-    if (auto ec = llvm::sys::fs::createUniqueFile(dataPath() + ".partial-%%%%%%", fd, tmp))
-      return fail("cannot create a file beside " + out_ + ": " + ec.message());
-    dataTmp_ = tmp.str().str();
-    data_ = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
+    auto file = OutputFile::create(dataPath(), OutputFile::Mode::Replace);
+    if (!file)
+      return file.takeError();
+    data_.emplace(std::move(*file));
     return llvm::Error::success();
   }
 
   /// Moves `t`'s bytes to the end of the external data file.
   llvm::Error append(onnx::TensorProto &t, const Tensor &bytes) {
-    uint64_t offset = data_->tell();
-    data_->write(reinterpret_cast<const char *>(bytes.data()), bytes.byteSize());
-    if (data_->has_error())
-      return fail(dataPath() + ": cannot write the merged model's external data: " + data_->error().message());
+    uint64_t offset = data_->os().tell();
+    data_->os().write(reinterpret_cast<const char *>(bytes.data()), bytes.byteSize());
+    if (auto err = data_->checkWrites())
+      return err;
     clearData(t);
     t.set_data_location(onnx::TensorProto::EXTERNAL);
     auto entry = [&](const char *key, const std::string &value) {
@@ -286,28 +288,21 @@ public:
     if (model.ByteSizeLong() > static_cast<size_t>(INT_MAX))
       return fail(out_ + ": the merged model would be a protobuf of " + llvm::Twine(model.ByteSizeLong()) +
                   " bytes, over the 2 GB limit");
-    if (data_) {
-      data_->close();
-      if (data_->has_error())
-        return fail(dataPath() + ": cannot write the merged model's external data: " + data_->error().message());
-      data_.reset();
-    }
-    llvm::SmallString<256> tmp;
-    int fd = -1;
-    if (auto ec = llvm::sys::fs::createUniqueFile(out_ + ".partial-%%%%%%", fd, tmp))
-      return fail("cannot create a file beside " + out_ + ": " + ec.message());
-    modelTmp_ = tmp.str().str();
-    bool ok = model.SerializeToFileDescriptor(fd); // streams: no second copy of the model in memory
-    ok = ::close(fd) == 0 && ok;
-    if (!ok)
-      return fail(out_ + ": cannot write the merged model");
-    if (!dataTmp_.empty() && llvm::sys::fs::rename(dataTmp_, dataPath()))
-      return fail(dataPath() + ": cannot write the merged model's external data");
-    dataTmp_.clear();
-    if (llvm::sys::fs::rename(modelTmp_, out_))
-      return fail(out_ + ": cannot write the merged model");
-    modelTmp_.clear();
-    return llvm::Error::success();
+    if (data_)
+      if (auto err = data_->close())
+        return err;
+    auto file = OutputFile::create(out_, OutputFile::Mode::Replace);
+    if (!file)
+      return file.takeError();
+    if (auto err = writeMessage(*file, model)) // streams: no second copy of the model in memory
+      return err;
+    if (auto err = file->close())
+      return err;
+    // Both written: now both into place, the data first (the model refers to it).
+    if (data_)
+      if (auto err = data_->commit())
+        return err;
+    return file->commit();
   }
 
   static void clearData(onnx::TensorProto &t) {
@@ -324,8 +319,7 @@ public:
 private:
   std::string out_;
   std::vector<std::string> inputs_;
-  std::string modelTmp_, dataTmp_;
-  std::unique_ptr<llvm::raw_fd_ostream> data_;
+  std::optional<OutputFile> data_;
 };
 
 static llvm::Error merge() {

@@ -1,5 +1,6 @@
 //===- OutputDir.cpp ------------------------------------------------------===//
 #include "tools/OutputDir.h"
+#include "compiler/support/OutputFile.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -160,13 +161,11 @@ llvm::Error StagedOutput::commit() {
     for (const std::string &e : listTree(staging_))
       if (llvm::StringRef(e).back() != '/')
         files.push_back(e);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(staging_ + "/" + kOutputManifest, ec);
-    if (ec)
-      return error("cannot write " + staging_ + "/" + kOutputManifest + ": " + ec.message());
-    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                     {"format", kManifestFormat}, {"kind", kind_}, {"files", std::move(files)}}))
-       << "\n";
+    llvm::json::Object manifest{{"format", kManifestFormat}, {"kind", kind_}, {"files", std::move(files)}};
+    if (auto err = writeFile(staging_ + "/" + kOutputManifest, [&](llvm::raw_ostream &os) {
+          os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
+        }))
+      return err;
   }
   std::string old;
   if (fs::exists(target_)) {

@@ -1,10 +1,11 @@
 //===- OnnxExport.cpp -----------------------------------------------------===//
 #include "compiler/onnx/OnnxExport.h"
+#include "compiler/support/OutputFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include "onnx/onnx_pb.h"
-#include <fstream>
+#include <optional>
 #include <set>
 
 namespace partita {
@@ -282,17 +283,17 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
   for (const Value *out : g.outputs())
     setType(*graph.add_output(), out);
 
-  std::unique_ptr<llvm::raw_fd_ostream> dataOut;
+  std::optional<OutputFile> dataOut;
   uint64_t dataOffset = 0;
   auto openData = [&]() -> llvm::Error {
     if (dataOut)
       return llvm::Error::success();
     llvm::SmallString<256> dataPath(llvm::sys::path::parent_path(path));
     llvm::sys::path::append(dataPath, opts.externalDataFile);
-    std::error_code ec;
-    dataOut = std::make_unique<llvm::raw_fd_ostream>(dataPath, ec);
-    if (ec)
-      return fail(dataPath, "cannot write: " + ec.message());
+    auto file = OutputFile::create(dataPath);
+    if (!file)
+      return file.takeError();
+    dataOut.emplace(std::move(*file));
     return llvm::Error::success();
   };
 
@@ -312,11 +313,9 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
         if (auto err = openData())
           return err;
         setExternal(t, n->output()->name(), value->type(), opts.externalDataFile, dataOffset, value->byteSize());
-        dataOut->write(reinterpret_cast<const char *>(value->data()), value->byteSize());
-        if (dataOut->has_error()) {
-          dataOut->clear_error();
-          return fail(path, "cannot write its external data file " + opts.externalDataFile);
-        }
+        dataOut->os().write(reinterpret_cast<const char *>(value->data()), value->byteSize());
+        if (auto err = dataOut->checkWrites())
+          return err;
         dataOffset += value->byteSize();
       } else {
         fillTensor(t, n->output()->name(), *value);
@@ -336,17 +335,15 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
       if (name != kProgramAttr && name != kStageAttr)
         exportAttribute(*np.add_attribute(), name, attr);
   }
-  if (dataOut) {
-    dataOut->close();
-    if (dataOut->has_error()) {
-      dataOut->clear_error();
-      return fail(path, "cannot write its external data file " + opts.externalDataFile);
-    }
-  }
-  std::ofstream out(path.str(), std::ios::binary);
-  if (!out || !m.SerializeToOstream(&out))
-    return fail(path, "cannot write the model");
-  return llvm::Error::success();
+  if (dataOut)
+    if (auto err = dataOut->commit())
+      return err;
+  auto out = OutputFile::create(path);
+  if (!out)
+    return out.takeError();
+  if (auto err = writeMessage(*out, m))
+    return err;
+  return out->commit();
 }
 
 } // namespace partita

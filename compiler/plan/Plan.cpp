@@ -1,5 +1,6 @@
 //===- Plan.cpp -----------------------------------------------------------===//
 #include "compiler/plan/Plan.h"
+#include "compiler/support/OutputFile.h"
 #include <chrono>
 #include <cmath>
 #include "llvm/Support/FormatVariadic.h"
@@ -219,11 +220,62 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"initializers", std::move(initializers)},
                           {"vocab", p.vocab},
                           {"zero", p.zero}};
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return fail(path, "cannot write: " + ec.message());
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return writeFile(path, [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  });
+}
+
+/// The ranks and groups are exactly those the mesh makes (makePlan's): entry k
+/// is rank k with k's row-major coordinates, and each axis's groups are the
+/// ranks that differ only on it. Counting entries is not enough: a plan that
+/// lists rank 0 twice would have MPI rank 1 run rank 0's role.
+static llvm::Error checkRanksAndGroups(const Plan &p, llvm::StringRef path) {
+  auto bad = [&](const llvm::Twine &what) { return fail(path, "corrupt plan: " + what); };
+  const Plan want = makePlan(p.mesh);
+  const int64_t n = want.worldSize();
+  std::vector<int64_t> entries(static_cast<size_t>(n), -1); // rank -> its entry
+  for (size_t i = 0; i < p.ranks.size(); ++i) {
+    int64_t r = p.ranks[i].rank;
+    if (r < 0 || r >= n)
+      return bad("rank entry " + llvm::Twine(i) + " is rank " + llvm::Twine(r) + ", outside the mesh's 0.." +
+                 llvm::Twine(n - 1) + " (" + p.mesh.str() + ")");
+    if (entries[r] >= 0)
+      return bad("rank " + llvm::Twine(r) + " is listed twice (entries " + llvm::Twine(entries[r]) + " and " +
+                 llvm::Twine(i) + ")");
+    entries[r] = static_cast<int64_t>(i);
+  }
+  for (int64_t r = 0; r < n; ++r)
+    if (entries[r] < 0)
+      return bad("rank " + llvm::Twine(r) + " of the mesh's " + llvm::Twine(n) + " (" + p.mesh.str() +
+                 ") has no entry");
+  if (static_cast<int64_t>(p.ranks.size()) != n)
+    return bad(llvm::Twine(p.ranks.size()) + " rank entries for a mesh of " + llvm::Twine(n) + " ranks");
+  auto coordsText = [](const std::map<std::string, int64_t> &c) {
+    std::string s;
+    for (const auto &[axis, v] : c)
+      s += (s.empty() ? "" : ", ") + axis + " " + std::to_string(v);
+    return "{" + s + "}";
+  };
+  for (int64_t r = 0; r < n; ++r) {
+    const RankPlan &got = p.ranks[r];
+    if (got.rank != r)
+      return bad("entry " + llvm::Twine(r) + " is rank " + llvm::Twine(got.rank) +
+                 ": the rank entries must be in rank order");
+    if (got.coords != want.ranks[r].coords)
+      return bad("rank " + llvm::Twine(r) + " has coordinates " + coordsText(got.coords) + "; the mesh " +
+                 p.mesh.str() + " gives it " + coordsText(want.ranks[r].coords));
+  }
+  for (const auto &[axis, groups] : p.groups)
+    if (!want.groups.count(axis))
+      return bad("groups along '" + axis + "', which is no axis of the mesh " + p.mesh.str());
+  for (const auto &[axis, groups] : want.groups) {
+    auto it = p.groups.find(axis);
+    if (it == p.groups.end())
+      return bad("no groups along mesh axis '" + axis + "'");
+    if (it->second != groups)
+      return bad("the groups along '" + axis + "' are not the mesh's (each the ranks that differ only on '" + axis +
+                 "')");
+  }
   return llvm::Error::success();
 }
 
@@ -258,6 +310,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     if (size < 1 || size > (int64_t(1) << 20) / world)
       return bad("mesh axis size out of range");
     world *= size;
+    if (p.mesh.find(*o->getString("name")))
+      return bad("mesh axis '" + *o->getString("name") + "' appears twice");
     p.mesh.axes.push_back({o->getString("name")->str(), size});
   }
   const auto *ranks = root->getArray("ranks");
@@ -476,8 +530,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
       p.initializers.push_back({o->getString("name")->str(), *o->getBoolean("trainable"),
                                 o->getString("reason").getValueOr("").str()});
     }
-  if (p.worldSize() != p.mesh.numDevices())
-    return bad("rank count differs from the mesh size");
+  if (auto err = checkRanksAndGroups(p, path))
+    return std::move(err);
   // Pipelines: stages (model chunks) are within pp x virtual_stages.
   const int64_t stages = p.globalStages();
   if (p.virtualStages > 1 && p.stages() < 2)
@@ -489,10 +543,6 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   for (int64_t s : p.paramStages)
     if (s >= stages)
       return bad("param_stages names a stage outside the plan's");
-  for (const RankPlan &r : p.ranks)
-    for (const MeshAxis &a : p.mesh.axes)
-      if (!r.coords.count(a.name) || r.coords.at(a.name) < 0 || r.coords.at(a.name) >= a.size)
-        return bad("rank " + std::to_string(r.rank) + " has no coordinate on axis " + a.name + " within its size");
   return p;
 }
 

@@ -1,5 +1,6 @@
 //===- Npy.cpp ------------------------------------------------------------===//
 #include "runtime/io/Npy.h"
+#include "compiler/support/OutputFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -111,13 +112,10 @@ llvm::Error writeNpy(llvm::StringRef path, DType dtype, llvm::ArrayRef<int64_t> 
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return fail(path, "cannot write: " + ec.message());
-  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
-  os.write(static_cast<const char *>(data), numElements(shape) * dtypeSize(dtype));
-  return llvm::Error::success();
+  return writeFile(path, [&](llvm::raw_ostream &os) {
+    os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
+    os.write(static_cast<const char *>(data), numElements(shape) * dtypeSize(dtype));
+  });
 }
 
 llvm::Error writeNpyFiles(llvm::StringRef dir, llvm::ArrayRef<std::string> names, llvm::ArrayRef<Tensor> values) {

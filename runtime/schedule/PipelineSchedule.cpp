@@ -29,6 +29,18 @@ llvm::Error checkPipelineSchedule(llvm::StringRef name, int64_t virtualStages) {
   return llvm::Error::success();
 }
 
+llvm::Error checkMicroBatches(int64_t m, int64_t stages, int64_t virtualStages) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "--micro-batches " + llvm::Twine(m) + ": " + why);
+  };
+  if (m < 1)
+    return fail("must be >= 1");
+  if (virtualStages > 1 && m % stages != 0)
+    return fail("interleaved 1F1B (" + llvm::Twine(virtualStages) + " model chunks per rank) runs micro-batches " +
+                llvm::Twine(stages) + " at a time, one per stage: give a multiple of " + llvm::Twine(stages));
+  return llvm::Error::success();
+}
+
 std::vector<Action> PipelineSchedule::step() const {
   std::vector<Action> a;
   auto forward = [&](int64_t m) { a.push_back({Action::Kind::Forward, m}); };

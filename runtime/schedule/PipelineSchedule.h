@@ -27,6 +27,10 @@ bool parsePipelineKind(llvm::StringRef name, PipelineKind &kind);
 /// rank: interleaved needs V > 1 (compile --virtual-stages), and V > 1 runs
 /// only interleaved 1F1B, which "1f1b" names too. The error names the flag.
 llvm::Error checkPipelineSchedule(llvm::StringRef name, int64_t virtualStages);
+/// Whether `microBatches` (the flag's value) runs on `stages` pipeline
+/// stages with `virtualStages` model chunks each: at least 1, and under
+/// interleaved 1F1B a multiple of the stages. Launch and inspect both ask.
+llvm::Error checkMicroBatches(int64_t microBatches, int64_t stages, int64_t virtualStages);
 
 class PipelineSchedule final : public Schedule {
 public:

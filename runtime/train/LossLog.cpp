@@ -15,15 +15,14 @@ llvm::Expected<LossLog> LossLog::open(llvm::StringRef outDir, int steps, bool pr
     return failWith("cannot create " + outDir + ": " + ec.message());
   llvm::SmallString<256> path(outDir);
   llvm::sys::path::append(path, "loss.csv");
-  std::error_code ec;
-  auto csv = std::make_unique<llvm::raw_fd_ostream>(path, ec);
-  if (ec)
-    return failWith("cannot write loss.csv: " + ec.message());
-  *csv << "step,loss,tokens_per_s,elapsed_s\n";
-  return LossLog(std::move(csv), steps, progressBar);
+  auto csv = OutputFile::create(path);
+  if (!csv)
+    return csv.takeError();
+  csv->os() << "step,loss,tokens_per_s,elapsed_s\n";
+  return LossLog(std::move(*csv), steps, progressBar);
 }
 
-void LossLog::record(int s, float loss, double tps, double elapsed) {
+llvm::Error LossLog::record(int s, float loss, double tps, double elapsed) {
   int steps = steps_;
   if (progressBar_) {
     int width = 30, done = static_cast<int>(width * s / std::max(1, steps));
@@ -34,8 +33,10 @@ void LossLog::record(int s, float loss, double tps, double elapsed) {
     llvm::outs() << llvm::format("step %d/%d  loss %.6f  %.0f tokens/s  %.2f s\n", s, steps, loss, tps, elapsed);
   }
   llvm::outs().flush();
-  *csv_ << s << "," << llvm::format("%.8f", loss) << "," << llvm::format("%.1f", tps) << ","
-        << llvm::format("%.3f", elapsed) << "\n";
+  csv_.os() << s << "," << llvm::format("%.8f", loss) << "," << llvm::format("%.1f", tps) << ","
+            << llvm::format("%.3f", elapsed) << "\n";
+  csv_.os().flush(); // each step's row on disk as it ends (and a full disk found at once)
+  return csv_.checkWrites();
 }
 
 void LossLog::skipped(int step, llvm::StringRef what) {

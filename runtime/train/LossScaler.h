@@ -30,6 +30,13 @@ public:
   explicit LossScaler(const LossScaleOptions &o);
   double scale() const { return scale_; }
   bool dynamic() const { return o_.staticScale <= 0; }
+  /// Whether an overflow now can be met by skipping the step and lowering
+  /// the scale: not for a static scale, nor for a dynamic one at its floor
+  /// that would halve now (DeepSpeed raises there: "Current loss scale
+  /// already at minimum - cannot decrease scale anymore").
+  bool canBackOff() const {
+    return dynamic() && !(scale_ <= o_.minScale && (o_.hysteresis == 1 || hysteresisLeft_ == 1));
+  }
   /// After a step: `overflow` when its gradients were not finite (the step
   /// was skipped). Returns the scale the next step uses.
   double update(bool overflow);

@@ -3,7 +3,9 @@
 // `launch --trace FILE`: each rank records a slice per thing it does in a
 // step (a micro-batch's forward or backward, a pipeline receive or send, the
 // gradient flush, the optimizer step), on the machine's monotonic clock, and
-// writes them beside FILE (FILE.rank<k>); rank 0 joins the parts into FILE,
+// writes them into a parts folder inside the launch's staging folder (which
+// Partita made: nothing of the user's is overwritten); rank 0 joins the
+// parts into FILE (never replacing a file that exists) and removes them,
 // Chrome's trace-event format (chrome://tracing, ui.perfetto.dev), one track
 // per rank, and a second per rank with the collectives its programs ran (the
 // communication stream). Idle time is the gaps: the pipeline's bubble.
@@ -30,10 +32,10 @@ public:
   /// communication stream: an async one spans from its start to its finish,
   /// over the compute it overlaps).
   void collective(llvm::StringRef name, Clock::time_point start, Clock::time_point end);
-  /// Writes this rank's part, FILE.rank<rank>: its track named `track`
-  /// (thread id `rank`) and its collectives' ("`track` collectives", thread
-  /// id kCollectiveTrack + rank).
-  llvm::Error writePart(llvm::StringRef file, int rank, llvm::StringRef track) const;
+  /// Writes this rank's part into `partsDir` (tracePartsDir): its track
+  /// named `track` (thread id `rank`) and its collectives' ("`track`
+  /// collectives", thread id kCollectiveTrack + rank).
+  llvm::Error writePart(llvm::StringRef partsDir, int rank, llvm::StringRef track) const;
 
 private:
   struct Slice {
@@ -45,7 +47,13 @@ private:
   std::vector<Slice> slices_;
 };
 
-/// Joins FILE.rank0 .. FILE.rank<ranks-1> into FILE and removes the parts.
-llvm::Error joinTrace(llvm::StringRef file, int ranks);
+/// The folder the ranks write their parts into, inside `stagingDir` (the
+/// launch's staging folder, which Partita created).
+std::string tracePartsDir(llvm::StringRef stagingDir);
+
+/// Joins the parts of ranks 0 .. ranks-1 into `file`, which must not exist
+/// (one that appeared meanwhile is left alone and the join fails), then
+/// removes `partsDir`.
+llvm::Error joinTrace(llvm::StringRef partsDir, int ranks, llvm::StringRef file);
 
 } // namespace partita::rt

@@ -94,6 +94,7 @@ private:
   int step_ = 0;
   float loss_ = 0;
   bool skipped_ = false;
+  int64_t skippedSteps_ = 0;
   int64_t updates_ = 0; // the optimizer steps taken (skipped ones not counted)
   std::optional<LossScaler> scaler_; // fp16 plans
   /// The loss scale the next step's backwards read (input loss_scale).
@@ -236,6 +237,12 @@ llvm::Error TrainingRun::optimizerStep() {
   // overflowed makes the norm infinite on every rank (it is all-reduced).
   if (scaler_)
     coef /= scaler_->scale();
+  // A non-finite loss stops the run under every precision: the loss scale
+  // multiplies only the backward's seed, so no lower scale can cure a forward
+  // that diverged (fp16 used to skip such steps as overflows, for ever).
+  if (!std::isfinite(loss_) && !o_.skipNonfinite)
+    return fail("step " + llvm::Twine(step_) + ": the loss is not finite (" + std::to_string(loss_) +
+                "); stopping (--skip-nonfinite skips such steps)");
   if (o_.clipNorm > 0 || scaler_) {
     double squares = 0; // over this rank's chunks, then over the stages
     for (StageRun &c : chunks_) {
@@ -251,6 +258,14 @@ llvm::Error TrainingRun::optimizerStep() {
       squares = total;
     }
     double norm = std::sqrt(squares) * coef;
+    if (scaler_ && !std::isfinite(norm) && !scaler_->canBackOff() && !o_.skipNonfinite)
+      return fail("step " + llvm::Twine(step_) + ": the fp16 gradients overflowed (norm not finite, loss " +
+                  std::to_string(loss_) + ") " +
+                  (scaler_->dynamic() ? "at the minimum loss scale " + formatScale(scaler_->scale()) +
+                                            " (--min-loss-scale), which cannot go lower"
+                                      : "under the static loss scale " + formatScale(scaler_->scale()) +
+                                            " (--loss-scale)") +
+                  ": training diverged; stopping (--skip-nonfinite skips such steps)");
     if (scaler_ && !std::isfinite(norm)) {
       double was = scaler_->scale(), next = scaler_->update(true);
       if (log_)
@@ -302,8 +317,10 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     if (auto err = runStep(*schedule_, *this))
       return err;
     trace_.slice("step", step_, "step", stepStart, Clock::now());
-    if (skipped_)
+    if (skipped_) {
+      ++skippedSteps_;
       continue;
+    }
     if (step_ == 1) // the first step includes one-time set-up
       for (const StageRun &c : chunks_)
         for (const auto &[name, p] : c.programs())
@@ -313,9 +330,15 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       double secs = std::chrono::duration<double>(Clock::now() - stepStart).count();
       int64_t tokens = int64_t{o_.batch} * o_.seq * microBatches_ * dpSize_;
       double tps = static_cast<double>(tokens) / std::max(secs, 1e-9);
-      log_->record(step_, loss_, tps, elapsed);
+      if (auto err = log_->record(step_, loss_, tps, elapsed))
+        return err;
     }
   }
+  if (log_ && (scaler_ || skippedSteps_ > 0)) // every fp16 run says how many of its steps did not update
+    llvm::outs() << "partita: " << skippedSteps_ << " of " << o_.steps << " steps skipped their update"
+                 << (scaler_ ? " (fp16 gradient overflow" + std::string(o_.skipNonfinite ? " or --skip-nonfinite)" : ")")
+                             : std::string(" (--skip-nonfinite)"))
+                 << "\n";
   std::vector<std::pair<std::string, Program *>> programs;
   for (const StageRun &c : chunks_)
     for (auto &named : c.programs())
@@ -343,7 +366,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     for (const MeshAxis &a : plan_.mesh.axes)
       coords += (coords.empty() ? "" : ", ") + a.name + " " + std::to_string(session_.coordinate(a.name));
     std::string track = "rank " + std::to_string(session_.rank()) + (coords.empty() ? "" : " (" + coords + ")");
-    if (auto err = trace_.writePart(o_.trace, session_.rank(), track))
+    if (auto err = trace_.writePart(tracePartsDir(outDir), session_.rank(), track))
       return err;
   }
   if (o_.memory) {
@@ -355,7 +378,7 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
   for (const StageRun &c : chunks_)
     if (auto err = c.writeParameters(outDir))
       return err;
-  return llvm::Error::success();
+  return log_ ? log_->finish() : llvm::Error::success();
 }
 
 } // namespace

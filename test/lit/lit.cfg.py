@@ -12,3 +12,11 @@ config.environment["PATH"] = os.pathsep.join(
     [config.partita_tools_dir, "/usr/lib/llvm-14/bin", config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%models", os.path.join(config.partita_src_root, "models")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
+
+# Tests that mount a small tmpfs (a full disk) in a private mount namespace:
+# root with unshare(1), as CI is.
+import subprocess
+if subprocess.call(["unshare", "-m", "sh", "-c", "mkdir -p /tmp/.partita-lit-probe && "
+                    "mount -t tmpfs -o size=64k tmpfs /tmp/.partita-lit-probe"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("tmpfs")

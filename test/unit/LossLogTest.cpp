@@ -30,10 +30,11 @@ TEST(LossLog, WritesAHeaderAndARowPerStep) {
     auto log = LossLog::open(dir.file("out"), 2, /*progressBar=*/false);
     ASSERT_TRUE(static_cast<bool>(log)) << llvm::toString(log.takeError());
     testing::internal::CaptureStdout();
-    log->record(1, 5.5f, 1234.56, 0.5);
-    log->record(2, 4.25f, 99.0, 1.25);
+    ASSERT_FALSE(llvm::errorToBool(log->record(1, 5.5f, 1234.56, 0.5)));
+    ASSERT_FALSE(llvm::errorToBool(log->record(2, 4.25f, 99.0, 1.25)));
     EXPECT_EQ(testing::internal::GetCapturedStdout(),
               "step 1/2  loss 5.500000  1235 tokens/s  0.50 s\nstep 2/2  loss 4.250000  99 tokens/s  1.25 s\n");
+    ASSERT_FALSE(llvm::errorToBool(log->finish()));
   }
   auto csv = llvm::MemoryBuffer::getFile(dir.file("out/loss.csv"));
   ASSERT_TRUE(static_cast<bool>(csv));
