@@ -151,6 +151,8 @@ public:
   /// the absent. Without a table (ranks on several nodes) it returns at once.
   llvm::Error awaitArrivals(const WaitFor &w) {
     Slot *me = mine();
+    if (expired_.load(std::memory_order_relaxed))
+      return afterExpiry(w);
     if (!me || !tracked(w))
       return llvm::Error::success();
     int64_t start = nowNs(), lastPoll = start;
@@ -170,7 +172,7 @@ public:
       lastPoll = now;
       int64_t waited = now - start;
       if (timeoutNs_ > 0 && waited > timeoutNs_)
-        return llvm::createStringError(llvm::inconvertibleErrorCode(), diagnose(w, waited, now));
+        return expire(w, waited, now);
       // This rank's started sends (a pipeline's activations, sent by
       // rendezvous) move only while it calls into MPI; a member may be waiting
       // for one before it comes here, and its wait for that member would then
@@ -246,6 +248,8 @@ public:
 
   /// Polls `request` (an MPI_Request) to completion or the deadline.
   llvm::Error wait(MPI_Request &request, const WaitFor &w) {
+    if (expired_.load(std::memory_order_relaxed))
+      return afterExpiry(w);
     int64_t start = nowNs();
     Slot *me = mine();
     if (me)
@@ -280,7 +284,7 @@ public:
       if (timeoutNs_ > 0 && waited > timeoutNs_) {
         // The request stays pending: the caller must abort the rank, as it
         // does for any error (the buffers belong to MPI until then).
-        return llvm::createStringError(llvm::inconvertibleErrorCode(), diagnose(w, waited, now));
+        return expire(w, waited, now);
       }
       if (waited < kSpinNs || othersBusy(w, now))
         continue;
@@ -524,6 +528,16 @@ private:
     return "it has been waiting in " + what + " for " + seconds(now - s->waitSince.load(std::memory_order_relaxed));
   }
 
+  llvm::Error expire(const WaitFor &w, int64_t waited, int64_t now) {
+    expired_.store(true, std::memory_order_relaxed);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), diagnose(w, waited, now));
+  }
+  llvm::Error afterExpiry(const WaitFor &w) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   std::string("watchdog: ") + commOpName(w.op) + " of group " + groupName(w.group) +
+                                       " not waited for: an earlier wait of this rank passed its deadline");
+  }
+
   std::string diagnose(const WaitFor &w, int64_t waited, int64_t now) const {
     std::string msg;
     llvm::raw_string_ostream os(msg);
@@ -586,6 +600,11 @@ private:
   std::atomic<pthread_t> blockedThread_{};
   std::atomic<bool> pausing_{false}; // the main thread sleeps in pauseWhileSilent
   std::atomic<bool> stopping_{false}; // the destructor stops the backstop thread
+  // A wait has passed its deadline: the rank is ending (its caller aborts it).
+  // Later waits fail at once instead of each taking the deadline again: a
+  // failed program finishes every collective it started (a ZeRO-3 prefetch),
+  // which took the launch to twice --collective-timeout.
+  std::atomic<bool> expired_{false};
   std::thread backstop_;
   int64_t entered_[kMaxGroups + 1] = {};
 };
