@@ -308,7 +308,7 @@ private:
     for (size_t i = 0; i < ok.size(); ++i)
       list += (i == 0 ? "" : i + 1 == ok.size() ? " or " : ", ") + std::to_string(ok[i]);
     if (ok.size() == 1)
-      return "only tp=1 up to tp=" + std::to_string(std::max<int64_t>(8, 2 * tp_)) + " would shard every block";
+      return "of tp=1.." + std::to_string(std::max<int64_t>(8, 2 * tp_)) + " only tp=1 shards every block";
     return "tp=" + list + " would shard every block";
   }
 

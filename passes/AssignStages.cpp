@@ -17,12 +17,17 @@
 // bytes, parameters and stashed activations are reported. layers=a,b,... (one
 // count per stage, summing to the layer count) sets the boundaries instead.
 //
-// Nodes that read only graph inputs and constants (position ids, masks) get no
-// stage: every stage that reads them computes its own (split-pipeline). Nodes
+// Nodes that read only graph inputs, constants and frozen buffers (position
+// ids; a causal mask sliced from a bool buffer and negated; rotary tables)
+// get no stage: every stage that reads them computes its own (split-pipeline)
+// instead of receiving it every micro-batch, and their module names do not
+// pin the cut (torch.onnx shares one buffer, and its slice, among all the
+// layers that hold an equal one). Nodes
 // that read only weights and constants (a tied head's transpose of the table)
 // run on the first stage that reads them. Each
 // stage's layers and cost are added to the graph's coverage (plan.json).
 //===----------------------------------------------------------------------===//
+#include "passes/ClassifyParameters.h"
 #include "passes/LayerNames.h"
 #include "passes/StageCost.h"
 #include "passes/Passes.h"
@@ -185,7 +190,7 @@ private:
     llvm::DenseSet<const Value *> inputOnly;
     std::vector<Node *> order;
     for (Node *n : g.nodes()) {
-      if (n->is("Constant"))
+      if (n->is("Constant") || (n->is("Weight") && !isTrainableWeight(*n))) // a frozen buffer is a constant here
         inputOnly.insert(n->output());
       if (isLeaf(*n))
         continue;
@@ -262,7 +267,10 @@ private:
         (void)firstA, (void)lastB;
         if (lastA >= firstB)
           return passError(name(), "layers '" + keys[j] + "' and '" + keys[j + 1] +
-                                       "' interleave in the program order: no stage boundary between them");
+                                       "' interleave in the program order: no stage boundary between them (" +
+                                       order[lastA]->describe() + " of '" + keys[j] + "' reads what " +
+                                       order[firstB]->describe() + " of '" + keys[j + 1] + "' computes, or " +
+                                       "comes after it)");
         cuts.push_back(bestIn(lastA, firstB));
       }
     } else {

@@ -24,7 +24,11 @@ std::string layerKey(llvm::StringRef name) {
 
 std::string layerOf(const Node &n) {
   std::string key = layerKey(n.name());
-  for (size_t i = 0; i < n.numInputs() && key.empty(); ++i)
+  // Only a node without a name is known by its weights': a named one outside
+  // the numbered modules ("/ln_f/...") stays outside, though it may read a
+  // layer's weight (torch.onnx shares equal initializers: every LayerNorm's
+  // ones at initialisation, ln_f's among them, become one, named after h.0's).
+  for (size_t i = 0; i < n.numInputs() && key.empty() && n.name().empty(); ++i)
     if (const Value *in = n.input(i); in && in->definingNode() && in->definingNode()->is("Weight"))
       key = layerKey(in->definingNode()->stringAttr("name", ""));
   return key;

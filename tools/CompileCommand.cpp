@@ -370,7 +370,8 @@ static llvm::Error compile(llvm::StringRef dir) {
                (precision != "fp32" ? "save-half-activations,half-gradients{dtype=" + precision + "}," : "") +
                (recompute != "none" ? "recompute{mode=" + recompute + "}," : "") +
                (precision != "fp32" && recompute != "none" ? "save-half-activations," : "") + "remove-identity,cse,dce";
-  } else if (tp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no vocab-parallel embedding
+  } else if (tp > 1 || pp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no
+    // vocab-parallel embedding; assign-stages lets every stage compute what it derives from frozen buffers
     pipeline += ",classify-parameters";
   }
   if (!differentiate && pp > 1)

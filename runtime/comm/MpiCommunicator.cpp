@@ -62,8 +62,24 @@ llvm::Expected<MPI_Datatype> mpiType(DType t) {
   case DType::F16: return halfTypes().f16;
   default:
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "MPI collectives do not support element type " + dtypeName(t));
+                                   "MPI reductions do not support element type " + dtypeName(t));
   }
+}
+
+/// How an operation that only moves data (send, receive, broadcast,
+/// all-gather) sends `count` elements of `t`: as MPI's type where it has one,
+/// else as bytes. Any dtype crosses a pipeline cut (a bool mask, an int8
+/// table); only reductions need MPI to know the type.
+struct MovedAs {
+  MPI_Datatype type;
+  int count;
+};
+MovedAs movedAs(DType t, size_t count) {
+  if (auto typed = mpiType(t))
+    return {*typed, static_cast<int>(count)};
+  else
+    llvm::consumeError(typed.takeError());
+  return {MPI_BYTE, static_cast<int>(count * dtypeSize(t))};
 }
 
 MPI_Op mpiOp(Communicator::ReduceOp op, DType t) {
@@ -162,12 +178,10 @@ llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, Red
 }
 
 llvm::Error MpiCommunicator::allGather(const void *send, void *recv, size_t count, DType dtype) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::AllGather, static_cast<double>(count * dtypeSize(dtype)) * size_);
   return collective(static_cast<int>(CommOp::AllGather), "MPI_Allgather", [&] {
-    return MPI_Allgather(send, static_cast<int>(count), *t, recv, static_cast<int>(count), *t, asComm(comm_));
+    return MPI_Allgather(send, t.count, t.type, recv, t.count, t.type, asComm(comm_));
   });
 }
 
@@ -183,33 +197,27 @@ llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t 
 }
 
 llvm::Error MpiCommunicator::broadcast(void *buf, size_t count, DType dtype, int root) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   return collective(static_cast<int>(CommOp::Broadcast), "MPI_Bcast",
-                    [&] { return MPI_Bcast(buf, static_cast<int>(count), *t, root, asComm(comm_)); });
+                    [&] { return MPI_Bcast(buf, t.count, t.type, root, asComm(comm_)); });
 }
 
 llvm::Error MpiCommunicator::send(const void *buf, size_t count, DType dtype, int peer, int tag) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   watchdog_->heartbeat();
   MPI_Request req;
-  if (auto err = check(MPI_Isend(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &req), "MPI_Isend"))
+  if (auto err = check(MPI_Isend(buf, t.count, t.type, peer, tag, asComm(comm_), &req), "MPI_Isend"))
     return err;
   return finish(&req, static_cast<int>(CommOp::Send), 0, peer, tag);
 }
 
 llvm::Error MpiCommunicator::recv(void *buf, size_t count, DType dtype, int peer, int tag) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   watchdog_->heartbeat();
   MPI_Request req;
-  if (auto err = check(MPI_Irecv(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &req), "MPI_Irecv"))
+  if (auto err = check(MPI_Irecv(buf, t.count, t.type, peer, tag, asComm(comm_), &req), "MPI_Irecv"))
     return err;
   return finish(&req, static_cast<int>(CommOp::Recv), 0, peer, tag);
 }
@@ -259,13 +267,10 @@ llvm::Expected<int> MpiCommunicator::startAllReduce(void *buf, size_t count, DTy
 }
 
 llvm::Expected<int> MpiCommunicator::startAllGather(const void *send, void *recv, size_t count, DType dtype) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::AllGather, static_cast<double>(count * dtypeSize(dtype)) * size_);
   auto p = pending(static_cast<int>(CommOp::AllGather));
-  int n = static_cast<int>(count);
-  int rc = MPI_Iallgather(send, n, *t, recv, n, *t, asComm(comm_), &p->request);
+  int rc = MPI_Iallgather(send, t.count, t.type, recv, t.count, t.type, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Iallgather");
 }
 
@@ -281,31 +286,25 @@ llvm::Expected<int> MpiCommunicator::startReduceScatter(const void *send, void *
 }
 
 llvm::Expected<int> MpiCommunicator::startBroadcast(void *buf, size_t count, DType dtype, int root) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   auto p = pending(static_cast<int>(CommOp::Broadcast));
-  int rc = MPI_Ibcast(buf, static_cast<int>(count), *t, root, asComm(comm_), &p->request);
+  int rc = MPI_Ibcast(buf, t.count, t.type, root, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Ibcast");
 }
 
 llvm::Expected<int> MpiCommunicator::startSend(const void *buf, size_t count, DType dtype, int peer, int tag) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::Other, static_cast<double>(count * dtypeSize(dtype)));
   auto p = pending(static_cast<int>(CommOp::Send), peer, tag);
-  int rc = MPI_Isend(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &p->request);
+  int rc = MPI_Isend(buf, t.count, t.type, peer, tag, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Isend");
 }
 
 llvm::Expected<int> MpiCommunicator::startRecv(void *buf, size_t count, DType dtype, int peer, int tag) {
-  auto t = mpiType(dtype);
-  if (!t)
-    return t.takeError();
+  MovedAs t = movedAs(dtype, count);
   auto p = pending(static_cast<int>(CommOp::Recv), peer, tag);
-  int rc = MPI_Irecv(buf, static_cast<int>(count), *t, peer, tag, asComm(comm_), &p->request);
+  int rc = MPI_Irecv(buf, t.count, t.type, peer, tag, asComm(comm_), &p->request);
   return track(std::move(p), rc, "MPI_Irecv");
 }
 

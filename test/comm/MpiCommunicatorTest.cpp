@@ -71,6 +71,41 @@ TEST(MpiCommunicator, AStartedAllReduceTimesOutNamingTheAbsentRanks) {
   EXPECT_EQ(value, n);
 }
 
+// What only moves data moves any element type (a bool mask or an int8 table
+// across a pipeline cut): MPI has no bool, so these go as bytes. Each rank
+// sends its neighbour a pattern of its rank, broadcasts and all-gathers one.
+TEST(MpiCommunicator, MovesEveryElementType) {
+  const int n = world->size(), me = world->rank();
+  for (DType t : {DType::Bool, DType::I8, DType::I16, DType::U16, DType::U8}) {
+    const size_t count = 5, bytes = count * dtypeSize(t);
+    auto pattern = [&](int rank) {
+      std::vector<uint8_t> v(bytes);
+      for (size_t i = 0; i < bytes; ++i)
+        v[i] = t == DType::Bool ? uint8_t((i + rank) % 2) : uint8_t(17 * rank + i + 1);
+      return v;
+    };
+    std::vector<uint8_t> mine = pattern(me), got(bytes), all(bytes * n), root = me == 1 ? pattern(1) : got;
+    int to = (me + 1) % n, from = (me + n - 1) % n;
+    auto sent = world->startSend(mine.data(), count, t, to, 7);
+    ASSERT_TRUE(static_cast<bool>(sent)) << dtypeName(t).str() << ": " << llvm::toString(sent.takeError());
+    ASSERT_FALSE(static_cast<bool>(world->recv(got.data(), count, t, from, 7))) << dtypeName(t).str();
+    ASSERT_FALSE(static_cast<bool>(world->wait(*sent))) << dtypeName(t).str();
+    EXPECT_EQ(got, pattern(from)) << dtypeName(t).str();
+    ASSERT_FALSE(static_cast<bool>(world->allGather(mine.data(), all.data(), count, t))) << dtypeName(t).str();
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(std::vector<uint8_t>(all.begin() + r * bytes, all.begin() + (r + 1) * bytes), pattern(r))
+          << dtypeName(t).str() << " from rank " << r;
+    ASSERT_FALSE(static_cast<bool>(world->broadcast(root.data(), count, t, 1))) << dtypeName(t).str();
+    EXPECT_EQ(root, pattern(1)) << dtypeName(t).str();
+  }
+  // A reduction needs MPI to know the type: bool is refused, naming it.
+  std::vector<uint8_t> flags(4);
+  llvm::Error refused = world->allReduce(flags.data(), flags.size(), DType::Bool);
+  ASSERT_TRUE(static_cast<bool>(refused));
+  EXPECT_NE(llvm::toString(std::move(refused)).find("MPI reductions do not support element type bool"),
+            std::string::npos);
+}
+
 // Mixed precision's 16-bit floats: an all-reduce sums them (in float32, then
 // rounded: these sums are exact) and an all-gather moves their bytes.
 TEST(MpiCommunicator, HalfFloatsSumAndGather) {

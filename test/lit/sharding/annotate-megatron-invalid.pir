@@ -47,3 +47,33 @@ graph @mlp(%x: f32[4,8]) opset 17 {
   %y = MatMul(%g, %w2) : f32[4,8]
   return %y
 }
+
+// -----
+
+// One head divides by no tp > 1: the message says which sizes were tried
+// (the reason it gives is not yet the real one, the single head: issue 30).
+// CHECK: partita-opt: error: annotate-megatron: projection '%q' (MatMul) could not be sharded: {{.*}}; of tp=1..8 only tp=1 shards every block; pass allow-replicated=1 (--allow-replicated) to replicate it
+graph @one_head(%x: f32[1,4,8]) opset 17 {
+  %wq = Weight() {name = "wq"} : f32[8,8]
+  %wk = Weight() {name = "wk"} : f32[8,8]
+  %wv = Weight() {name = "wv"} : f32[8,8]
+  %wo = Weight() {name = "wo"} : f32[8,8]
+  %q = MatMul(%x, %wq) : f32[1,4,8]
+  %k = MatMul(%x, %wk) : f32[1,4,8]
+  %v = MatMul(%x, %wv) : f32[1,4,8]
+  %hs = Constant() {value = dense<i64[4]>[1, 4, 1, 8]} : i64[4]
+  %q4 = Reshape(%q, %hs) : f32[1,4,1,8]
+  %k4 = Reshape(%k, %hs) : f32[1,4,1,8]
+  %v4 = Reshape(%v, %hs) : f32[1,4,1,8]
+  %qt = Transpose(%q4) {perm = [0, 2, 1, 3]} : f32[1,1,4,8]
+  %kt = Transpose(%k4) {perm = [0, 2, 3, 1]} : f32[1,1,8,4]
+  %vt = Transpose(%v4) {perm = [0, 2, 1, 3]} : f32[1,1,4,8]
+  %s = MatMul(%qt, %kt) : f32[1,1,4,4]
+  %p = Softmax(%s) {axis = -1} : f32[1,1,4,4]
+  %o = MatMul(%p, %vt) : f32[1,1,4,8]
+  %ot = Transpose(%o) {perm = [0, 2, 1, 3]} : f32[1,4,1,8]
+  %ms = Constant() {value = dense<i64[3]>[1, 4, 8]} : i64[3]
+  %m = Reshape(%ot, %ms) : f32[1,4,8]
+  %y = MatMul(%m, %wo) : f32[1,4,8]
+  return %y
+}
