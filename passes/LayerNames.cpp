@@ -1,5 +1,6 @@
 //===- LayerNames.cpp -----------------------------------------------------===//
 #include "passes/LayerNames.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <algorithm>
 
@@ -24,13 +25,23 @@ std::string layerKey(llvm::StringRef name) {
 
 std::string layerOf(const Node &n) {
   std::string key = layerKey(n.name());
-  // Only a node without a name is known by its weights': a named one outside
-  // the numbered modules ("/ln_f/...") stays outside, though it may read a
-  // layer's weight (torch.onnx shares equal initializers: every LayerNorm's
-  // ones at initialisation, ln_f's among them, become one, named after h.0's).
-  for (size_t i = 0; i < n.numInputs() && key.empty() && n.name().empty(); ++i)
-    if (const Value *in = n.input(i); in && in->definingNode() && in->definingNode()->is("Weight"))
-      key = layerKey(in->definingNode()->stringAttr("name", ""));
+  // Else a weight's layer ("layers.3.q.weight" for a loop-built model's
+  // "/q/MatMul"), unless nodes named in another layer read that weight too:
+  // torch.onnx merges equal initializers (freshly initialised, every
+  // LayerNorm's ones, ln_f's among them, become one named after h.0's), and
+  // such a shared weight says nothing of where its reader belongs.
+  for (size_t i = 0; i < n.numInputs() && key.empty(); ++i) {
+    const Value *in = n.input(i);
+    if (!in || !in->definingNode() || !in->definingNode()->is("Weight"))
+      continue;
+    std::string weightKey = layerKey(in->definingNode()->stringAttr("name", ""));
+    bool shared = llvm::any_of(in->users(), [&](const Node *u) {
+      std::string named = layerKey(u->name());
+      return !named.empty() && named != weightKey;
+    });
+    if (!shared)
+      key = weightKey;
+  }
   return key;
 }
 

@@ -17,8 +17,8 @@ namespace partita {
 /// numbered part.
 std::string layerKey(llvm::StringRef name);
 
-/// The layer of a node: from its name, else (a node without a name) from a
-/// weight it reads; "" when neither says.
+/// The layer of a node: from its name, else from a weight it reads that no
+/// node named in another layer reads; "" when neither says.
 std::string layerOf(const Node &n);
 
 } // namespace partita
