@@ -394,7 +394,24 @@ static std::string unfinishedRanks(llvm::StringRef dir, int n) {
          " exited without finishing (no MPI_Finalize; mpirun reported success)";
 }
 
-static llvm::Error joinTraceInto(const StagedOutput &staged, int ranks);
+/// Puts the staged output in place, after a training run with --trace
+/// joining the ranks' parts (in the staged output) into the trace file. If
+/// the join fails the parts stay in the output, which is committed all the
+/// same: a trace that cannot be written does not cost the run's parameters.
+static llvm::Error commitOutput(StagedOutput &staged, int ranks) {
+  llvm::Error traced = llvm::Error::success();
+  if (!opts.train.trace.empty() && opts.train.steps > 0) {
+    std::string parts = rt::tracePartsDir(staged.path());
+    if (auto err = rt::joinTrace(parts, ranks, opts.train.trace))
+      traced = fail(llvm::toString(std::move(err)) + " (each rank's part of the trace is kept in " + opts.outDir +
+                    "/" + llvm::sys::path::filename(parts) + ")");
+  }
+  if (auto err = staged.commit()) {
+    llvm::consumeError(std::move(traced));
+    return err;
+  }
+  return traced;
+}
 
 int launchMain(int argc, char **argv) {
   const char *tool = "partita launch";
@@ -544,31 +561,13 @@ int launchMain(int argc, char **argv) {
     llvm::sys::fs::remove_directories(statusDir);
   if (rc != 0)
     return reportError(tool, fail(failure));
-  if (!staged)
-    return 0;
-  llvm::Error traced = joinTraceInto(*staged, worldSize);
-  if (auto err = staged->commit()) {
-    llvm::consumeError(std::move(traced));
-    return reportError(tool, std::move(err));
-  }
-  return traced ? reportError(tool, std::move(traced)) : 0;
+  if (staged)
+    if (auto err = commitOutput(*staged, worldSize))
+      return reportError(tool, std::move(err));
+  return 0;
 }
 
 static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir);
-
-/// After a training run with --trace: joins the ranks' parts (in the staged
-/// output) into the trace file. On failure the parts stay in the output,
-/// which is committed all the same: a trace that cannot be written does not
-/// cost the run's parameters.
-static llvm::Error joinTraceInto(const StagedOutput &staged, int ranks) {
-  if (opts.train.trace.empty() || opts.train.steps <= 0)
-    return llvm::Error::success();
-  std::string parts = rt::tracePartsDir(staged.path());
-  if (auto err = rt::joinTrace(parts, ranks, opts.train.trace))
-    return fail(llvm::toString(std::move(err)) + " (each rank's part of the trace is kept in " + opts.outDir + "/" +
-                llvm::sys::path::filename(parts) + ")");
-  return llvm::Error::success();
-}
 
 /// Runs this process's rank; any error aborts every rank.
 static llvm::Error runRank(int rank) {
@@ -606,14 +605,8 @@ static llvm::Error runRank(int rank) {
     return err;
   if (auto err = world->barrier()) // every rank has written its part (under the watchdog)
     return err;
-  if (!staged) // the launcher's staging: it joins the trace and commits
-    return llvm::Error::success();
-  llvm::Error traced = joinTraceInto(*staged, static_cast<int>(world->size()));
-  if (auto err = staged->commit()) {
-    llvm::consumeError(std::move(traced));
-    return err;
-  }
-  return traced;
+  // Without a staging of its own the launcher's: it joins the trace and commits.
+  return staged ? commitOutput(*staged, static_cast<int>(world->size())) : llvm::Error::success();
 }
 
 /// Its replica's outputs (by output, by micro-batch) on each replica's

@@ -32,8 +32,7 @@ llvm::Expected<OutputFile> OutputFile::create(llvm::StringRef path, Mode mode) {
     }
   }
   if (ec) {
-    if (f.os_)
-      f.os_->clear_error(); // the stream never opened: nothing to report twice
+    f.os_.reset(); // never opened: nothing to close
     return llvm::createStringError(ec, "cannot write " + f.path_ + ": " + ec.message());
   }
   f.live_ = true;
@@ -70,10 +69,10 @@ llvm::Error OutputFile::close() {
   if (!os_)
     return llvm::Error::success();
   os_->close(); // flushes: a full disk often shows here first
-  if (os_->has_error())
-    return failure("write", os_->error());
-  os_.reset();
-  return llvm::Error::success();
+  std::error_code ec = os_->error();
+  os_->clear_error();
+  os_.reset(); // closed either way: abandon() must not close it twice
+  return ec ? failure("write", ec) : llvm::Error::success();
 }
 
 llvm::Error OutputFile::commit() {

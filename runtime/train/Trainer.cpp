@@ -287,10 +287,7 @@ llvm::Error TrainingRun::optimizerStep() {
     scaler_->update(false);
     setLossScale();
   }
-  if (!skipped_ && !std::isfinite(loss_)) {
-    if (!o_.skipNonfinite)
-      return fail("step " + llvm::Twine(step_) + ": the loss is not finite (" + std::to_string(loss_) +
-                  "); stopping (--skip-nonfinite skips such steps)");
+  if (!skipped_ && !std::isfinite(loss_)) { // --skip-nonfinite: without it the run stopped above
     if (log_)
       log_->skipped(step_, "  loss " + std::to_string(loss_) + ": not finite, update skipped");
     skipped_ = true;
