@@ -101,6 +101,74 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+class HeadLayoutBlock(nn.Module):
+    """A GPT-2 block whose attention lays out q, k and v as another library does,
+    written from the math of each:
+      qkv3hd  one projection viewed [B, T, 3, H, hd], permuted to [3, B, H, T, hd]
+              and unbound (timm's ViT, Megatron's older layout)
+      hqkv    one projection viewed [B, T, H, 3 hd], each head's q, k, v
+              sliced from its own 3 hd block (GPT-NeoX)
+      gqa     one projection [q: H hd | k: G hd | v: G hd] split with sizes;
+              each kv head serves H / G query heads (expanded, as LLaMA's
+              repeat_kv does)
+      mqa     separate projections, one kv head broadcast over the query heads
+              in the attention matmuls (multi-query attention, Falcon's and
+              SantaCoder's)"""
+
+    def __init__(self, layout, heads, kv_heads):
+        super().__init__()
+        self.layout, self.heads, self.kv = layout, heads, kv_heads
+        dh = D // heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        if layout == "mqa":
+            self.q, self.k, self.v = nn.Linear(D, D), nn.Linear(D, kv_heads * dh), nn.Linear(D, kv_heads * dh)
+        else:
+            self.c_attn = nn.Linear(D, D + 2 * kv_heads * dh)
+        self.c_proj = nn.Linear(D, D)
+        self.fc, self.proj = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+
+    def attention_inputs(self, h):
+        b, t, _ = h.shape
+        H, G, dh = self.heads, self.kv, D // self.heads
+        if self.layout == "qkv3hd":
+            q, k, v = self.c_attn(h).reshape(b, t, 3, H, dh).permute(2, 0, 3, 1, 4).unbind(0)
+            return q, k, v
+        if self.layout == "hqkv":
+            qkv = self.c_attn(h).view(b, t, H, 3 * dh)
+            q, k, v = qkv[..., :dh], qkv[..., dh:2 * dh], qkv[..., 2 * dh:]
+            return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if self.layout == "gqa":
+            q, k, v = self.c_attn(h).split([H * dh, G * dh, G * dh], dim=-1)
+        else:
+            q, k, v = self.q(h), self.k(h), self.v(h)
+        q = q.view(b, t, H, dh).transpose(1, 2)
+        k, v = (z.view(b, t, G, dh).transpose(1, 2) for z in (k, v))
+        if self.layout == "gqa":  # [B, G, T, hd] -> [B, H, T, hd]: kv head g serves query heads g*H/G ..
+            k, v = (z[:, :, None].expand(b, G, H // G, t, dh).reshape(b, H, t, dh) for z in (k, v))
+        return q, k, v
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.attention_inputs(self.ln_1(x))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // self.heads))
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, D)
+        x = x + self.c_proj(y)
+        return x + self.proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
+# kind -> (layout, query heads, kv heads)
+HEAD_LAYOUTS = {"gpt_qkv3hd": ("qkv3hd", 4, 4), "gpt_neox": ("hqkv", 4, 4), "gpt_gqa": ("gqa", 8, 2),
+                "gpt_mqa": ("mqa", 4, 1)}
+
+
+class HeadLayoutGPT(GPT):
+    def __init__(self, kind):
+        super().__init__(False, False)
+        self.h = nn.ModuleList([HeadLayoutBlock(*HEAD_LAYOUTS[kind]) for _ in range(LAYERS)])
+
+
 class BertLike(nn.Module):
     """BERT-style encoder: token/position/type embeddings, padding mask, erf GELU."""
 
@@ -333,10 +401,12 @@ class Seq2Seq(nn.Module):
 
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
-                       "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9, "bert_mlm": 10}[kind])
+                       "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9, "bert_mlm": 10, "gpt_qkv3hd": 11,
+                       "gpt_neox": 12, "gpt_gqa": 13, "gpt_mqa": 14}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
              "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq,
-             "hf_llama": HFLlama, "bert_pooler": BertPooler, "bert_mlm": BertMLM}[kind]()
+             "hf_llama": HFLlama, "bert_pooler": BertPooler, "bert_mlm": BertMLM,
+             **{k: (lambda k=k: HeadLayoutGPT(k)) for k in HEAD_LAYOUTS}}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
         for m in model.modules():

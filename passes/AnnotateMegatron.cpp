@@ -43,6 +43,11 @@ struct PairSearch {
   int64_t parts;
   llvm::DenseMap<const Value *, Layout> wants;
   std::vector<Node *> columns;
+  /// Values every rank needs whole (replicated) inside the block: keys and
+  /// values read by attention with fewer heads than tp (multi-query
+  /// attention's one head, broadcast; grouped heads repeated to the query
+  /// heads). The projections behind them are replicated over tp.
+  std::vector<const Value *> shared;
   bool sawSoftmax = false;
   std::string why;
 
@@ -77,13 +82,35 @@ struct PairSearch {
       return true;
     }
     auto ops = backwardLayouts(*d, v->resultIndex(), l, parts, why);
+    if (!ops && repeatsHeads(d)) {
+      // Grouped kv heads repeated to the query heads (LLaMA's repeat_kv:
+      // Unsqueeze, Expand, Reshape), fewer groups than tp: no split of the
+      // groups gives each rank its query heads' groups, so every rank
+      // computes all of them and keeps the heads it reads (vLLM replicates
+      // kv heads so; Megatron-LM requires groups that divide tp).
+      why.clear();
+      const Value *groups = d->is("Expand") ? d->input(0) : d->input(0)->definingNode()->input(0);
+      shared.push_back(groups);
+      return want(d->input(0), Layout::replicated());
+    }
     if (!ops)
       return false;
     sawSoftmax |= d->is("Softmax");
-    for (size_t i = 0; i < d->numInputs(); ++i)
+    bool scores = d->is("MatMul") && !projectionWeight(d); // q k^T or probabilities x v
+    for (size_t i = 0; i < d->numInputs(); ++i) {
       if (d->input(i) && !want(d->input(i), (*ops)[i]))
         return false;
+      if (scores && d->input(i) && (*ops)[i].isReplicated()) // one kv head broadcast over the query heads
+        shared.push_back(d->input(i));
+    }
     return true;
+  }
+
+  /// An Expand, or a Reshape of one, that makes copies of its input's
+  /// elements (kv heads repeated for the query heads that share them).
+  static bool repeatsHeads(const Node *d) {
+    const Node *e = d->is("Reshape") ? d->input(0)->definingNode() : d;
+    return e && e->is("Expand") && e->input(0)->type().numel() < e->output()->type().numel();
   }
 };
 
@@ -125,7 +152,7 @@ public:
       Node *w = n->isErased() ? nullptr : ownWeight(n);
       if (!w || assigned.count(n) || n->input(0)->type().rank() < 1)
         continue;
-      PairSearch search{tp_, {}, {}, false, ""};
+      PairSearch search{tp_, {}, {}, {}, false, ""};
       int64_t last = n->input(0)->type().rank() - 1;
       int64_t features = n->input(0)->type().shape.back();
       bool found = features % tp_ == 0 && search.want(n->input(0), Layout::split(last)) && !search.columns.empty();
@@ -150,6 +177,12 @@ public:
       for (const auto &[v, l] : search.wants)
         if (const Node *d = v->definingNode(); d && d->is("Softmax"))
           coveredSoftmax.insert(d);
+      for (Node *p : projectionsBehind(search.shared))
+        if (assigned.insert(p).second)
+          g.coverage.push_back("kv projection " + p->describe() + ": replicated over tp (" +
+                               (headsOf(p, n) > 0 ? std::to_string(headsOf(p, n)) : std::string("its")) +
+                               " kv head(s) for the query heads of every rank: tp=" + std::to_string(tp_) +
+                               " does not split the kv heads)");
       assigned.insert(n);
       Node *row = decomposeRowParallel(g, n);
       assigned.insert(row);
@@ -275,6 +308,13 @@ private:
     int64_t features = n->output()->type().shape.empty() ? 0 : n->output()->type().shape.back();
     if (features % tp_ != 0)
       return "its " + std::to_string(features) + " output features do not divide by tp=" + std::to_string(tp_);
+    if (const Node *sm = downstreamSoftmax(n)) { // q or k of attention whose heads do not split
+      const Shape &scores = sm->output()->type().shape;
+      int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
+      if (heads > 0 && heads % tp_ != 0)
+        return "it feeds the attention scores at " + sm->describe() + ", whose " + std::to_string(heads) +
+               " head(s) do not divide by tp=" + std::to_string(tp_);
+    }
     auto it = rowWhy.find(n);
     if (it == rowWhy.end() || it->second.empty())
       if (const Node *row = downstreamProjection(n))
@@ -399,6 +439,22 @@ private:
     return true;
   }
 
+  /// The first Softmax reached from projection `n` through its users before
+  /// any other projection.
+  static const Node *downstreamSoftmax(const Node *n) {
+    std::vector<const Node *> queue = {n};
+    llvm::DenseSet<const Node *> seen = {n};
+    for (size_t i = 0; i < queue.size() && i < 64; ++i)
+      for (const Value *out : queue[i]->outputs())
+        for (const Node *u : out->users()) {
+          if (u->is("Softmax"))
+            return u;
+          if (!projectionWeight(u) && seen.insert(u).second)
+            queue.push_back(u);
+        }
+    return nullptr;
+  }
+
   static const Node *downstreamProjection(const Node *n) {
     std::vector<const Node *> queue = {n};
     llvm::DenseSet<const Node *> seen = {n};
@@ -411,6 +467,48 @@ private:
             queue.push_back(u);
         }
     return nullptr;
+  }
+
+  /// The projections the values `from` derive from within their block: back
+  /// through every op, stopping at projections (collected), norms, softmaxes,
+  /// weights, constants and graph inputs.
+  static std::vector<Node *> projectionsBehind(const std::vector<const Value *> &from) {
+    std::vector<Node *> found;
+    std::vector<const Value *> stack(from.begin(), from.end());
+    llvm::DenseSet<const Value *> seen;
+    while (!stack.empty()) {
+      const Value *v = stack.back();
+      stack.pop_back();
+      Node *d = v->definingNode();
+      if (!d || !seen.insert(v).second || seen.size() > 256 || d->is("Weight") || d->is("Constant") ||
+          d->is("Softmax") || d->op().find("Norm") != std::string::npos)
+        continue;
+      if (ownWeight(d)) {
+        if (llvm::find(found, d) == found.end())
+          found.push_back(d);
+        continue;
+      }
+      for (const Value *in : d->inputs())
+        if (in && isFloat(in->type().dtype))
+          stack.push_back(in);
+    }
+    return found;
+  }
+
+  /// How many heads of the attention block `row` closes the kv projection
+  /// `p` computes: its output features over the head size (the row-parallel
+  /// projection's input features over the block's query heads).
+  static int64_t headsOf(const Node *p, const Node *row) {
+    const Node *sm = nullptr;
+    for (const Node *n = row; n && !sm; n = n->input(0) ? n->input(0)->definingNode() : nullptr)
+      for (const Value *in : n->inputs())
+        if (in && in->definingNode() && in->definingNode()->is("Softmax"))
+          sm = in->definingNode();
+    const Shape &scores = sm ? sm->output()->type().shape : Shape{};
+    int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
+    int64_t width = row->input(0)->type().shape.back();
+    int64_t headDim = heads > 0 ? width / heads : 0;
+    return headDim > 0 ? p->output()->type().shape.back() / headDim : 0;
   }
 
   /// Whether `v` is a graph output, or is one read through casts alone

@@ -9,6 +9,8 @@
 //
 //   %qkv = partita.Linear(%h, %w, %b) ; %q, %k, %v = Split(%qkv)
 //     →  %q = partita.Linear(%h, %"w[0:32,0:32]", %"b[0:32]") ...
+// A projection viewed as [.., 3, heads, head_dim] and taken apart along the 3
+// becomes three, reshaped to [.., 1, heads, head_dim] and concatenated.
 //===----------------------------------------------------------------------===//
 #include "passes/SplitFusedProjections.h"
 #include "compiler/ops/OpRegistry.h"
@@ -101,6 +103,96 @@ void unfuseSplitProjections(Graph &g) {
   }
 }
 
+/// Whether every use of `v` (through Transposes, which move `axis`) takes
+/// pieces of it along `axis`: a Split along it, a Gather or Slice of it.
+static bool selectedAlong(const Value *v, int64_t axis, int depth = 0) {
+  if (depth > 4 || v->users().empty())
+    return false;
+  for (const Node *u : v->users()) {
+    int64_t rank = u->input(0) ? u->input(0)->type().rank() : 0;
+    if (u->input(0) != v)
+      return false;
+    if (u->is("Transpose")) {
+      std::vector<int64_t> perm = transposePerm(*u);
+      int64_t moved = std::find(perm.begin(), perm.end(), axis) - perm.begin();
+      if (!selectedAlong(u->output(), moved, depth + 1))
+        return false;
+    } else if (u->is("Split") || u->is("Gather")) {
+      if (normalizeAxis(u->intAttr("axis", 0), rank) != axis)
+        return false;
+    } else if (u->is("Slice")) {
+      const Tensor *axes = u->input(3) ? constantValue(u->input(3)) : nullptr;
+      if (!axes || axes->numel() != 1 || normalizeAxis(axes->intAt(0), rank) != axis)
+        return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// A projection whose features are regrouped as [a, ...] by a Reshape and
+/// then taken apart along the a axis ([3, heads, head_dim]: timm's and
+/// Megatron's older fused q/k/v, viewed [B, T, 3, H, hd], permuted and
+/// unbound) becomes a projections over contiguous views of the weight, each
+/// reshaped with a 1 for that axis and concatenated along it. The function is
+/// unchanged; a tensor-parallel split of the heads then falls inside each
+/// piece (the fused weight's columns for one rank's heads are strided: a
+/// contiguous split would hand each rank a wrong mix of q, k and v).
+void unfuseReshapedProjections(Graph &g) {
+  for (Node *reshape : g.nodes()) {
+    if (reshape->isErased() || !reshape->is("Reshape"))
+      continue;
+    Node *lin = reshape->input(0)->definingNode();
+    Node *w = lin ? projectionWeight(lin) : nullptr;
+    if (!w || !lin->is("Linear", "partita") || !singleUser(g, lin->output()) || g.isGraphOutput(lin->output()))
+      continue;
+    Node *b = lin->numInputs() > 2 && lin->input(2) ? lin->input(2)->definingNode() : nullptr;
+    if (lin->numInputs() > 2 && lin->input(2) && (!b || !b->is("Weight")))
+      continue;
+    // The output dims the features spread over: the trailing ones whose product is F.
+    const Shape &in = lin->output()->type().shape, &out = reshape->output()->type().shape;
+    if (in.empty() || out.empty())
+      continue;
+    int64_t features = in.back(), product = 1, first = static_cast<int64_t>(out.size());
+    while (first > 0 && product < features)
+      product *= out[--first];
+    if (product != features || first + 1 >= static_cast<int64_t>(out.size()) || out[first] < 2 ||
+        !selectedAlong(reshape->output(), first))
+      continue;
+    bool leading = true; // the dims before them are the projection's own
+    for (int64_t d = 0; d < first; ++d)
+      leading &= d < static_cast<int64_t>(in.size()) - 1 && in[d] == out[d];
+    if (!leading || first != static_cast<int64_t>(in.size()) - 1)
+      continue;
+    int64_t pieces = out[first], width = features / pieces, k = w->output()->type().shape[0];
+    Shape pieceShape = out;
+    pieceShape[first] = 1;
+    Shape linShape = in;
+    linShape.back() = width;
+    std::vector<Value *> parts;
+    for (int64_t i = 0; i < pieces; ++i) {
+      std::vector<Value *> ins = {lin->input(0), weightView(g, w, {0, i * width}, {k, width})};
+      if (b)
+        ins.push_back(weightView(g, b, {i * width}, {width}));
+      std::string base = reshape->output()->name() + "." + std::to_string(i);
+      Node *part = g.createNode("Linear", ins, {base + ".proj"}, "partita", lin->name() + "." + std::to_string(i));
+      part->output()->type() = lin->output()->type();
+      part->output()->type().shape = linShape;
+      Node *view = g.createNode("Reshape", {part->output(), g.createShapeConstant(pieceShape, base + ".shape")},
+                                {base + ".view"}, "", reshape->name() + "." + std::to_string(i));
+      view->output()->type() = reshape->output()->type();
+      view->output()->type().shape = pieceShape;
+      parts.push_back(view->output());
+    }
+    Node *concat = g.createNode("Concat", parts, {reshape->output()->name() + ".pieces"}, "", reshape->name() + ".concat");
+    concat->setAttr("axis", Attribute::ofInt(first));
+    concat->output()->type() = reshape->output()->type();
+    g.replaceAllUsesWith(reshape->output(), concat->output(), /*takeName=*/true);
+    g.eraseNode(reshape);
+    g.eraseNode(lin);
+  }
+}
 
 class SplitFusedProjections : public Pass {
 public:
@@ -116,6 +208,7 @@ public:
 void splitFusedProjections(Graph &g) {
   unfuseSplitProjections(g);
   unfuseSlicedProjections(g);
+  unfuseReshapedProjections(g);
 }
 
 PassInfo splitFusedProjectionsPass() {

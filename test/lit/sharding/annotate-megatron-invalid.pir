@@ -50,9 +50,10 @@ graph @mlp(%x: f32[4,8]) opset 17 {
 
 // -----
 
-// One head divides by no tp > 1: the message says which sizes were tried
-// (the reason it gives is not yet the real one, the single head: issue 30).
-// CHECK: partita-opt: error: annotate-megatron: projection '%q' (MatMul) could not be sharded: {{.*}}; of tp=1..8 only tp=1 shards every block; pass allow-replicated=1 (--allow-replicated) to replicate it
+// One head divides by no tp > 1: the message gives the single head as the
+// reason (v and the output projection could split the head's features; q and
+// k could not) and says which sizes were tried.
+// CHECK: partita-opt: error: annotate-megatron: projection '%q' (MatMul) could not be sharded: it feeds the attention scores at '%p' (Softmax), whose 1 head(s) do not divide by tp=4 (and 1 more; see the coverage report); of tp=1..8 only tp=1 shards every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @one_head(%x: f32[1,4,8]) opset 17 {
   %wq = Weight() {name = "wq"} : f32[8,8]
   %wk = Weight() {name = "wk"} : f32[8,8]
