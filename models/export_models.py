@@ -169,6 +169,31 @@ class HeadLayoutGPT(GPT):
         self.h = nn.ModuleList([HeadLayoutBlock(*HEAD_LAYOUTS[kind]) for _ in range(LAYERS)])
 
 
+class BoolMaskBlock(GPTBlock):
+    """GPT-2's block as nanoGPT and Hugging Face's GPT-2 write it: the causal
+    mask is a bool buffer (tril of ones, [1, 1, SEQ, SEQ]) sliced to the
+    sequence and negated in the graph, a bool value computed at run time."""
+
+    def __init__(self):
+        super().__init__(True, nn.GELU(approximate="tanh"))
+        self.register_buffer("bias", torch.tril(torch.ones(SEQ, SEQ, dtype=torch.bool)).view(1, 1, SEQ, SEQ))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = (z.view(b, t, HEADS, D // HEADS).transpose(1, 2) for z in self.c_attn(self.ln_1(x)).split(D, dim=2))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // HEADS))
+        att = att.masked_fill(~self.bias[:, :, :t, :t], float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, D)
+        x = x + self.c_proj(y)
+        return x + self.proj(self.act(self.fc(self.ln_2(x))))
+
+
+class BoolMaskGPT(GPT):
+    def __init__(self):
+        super().__init__(True, False)
+        self.h = nn.ModuleList([BoolMaskBlock() for _ in range(LAYERS)])
+
+
 class BertLike(nn.Module):
     """BERT-style encoder: token/position/type embeddings, padding mask, erf GELU."""
 
@@ -402,10 +427,10 @@ class Seq2Seq(nn.Module):
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
                        "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9, "bert_mlm": 10, "gpt_qkv3hd": 11,
-                       "gpt_neox": 12, "gpt_gqa": 13, "gpt_mqa": 14}[kind])
+                       "gpt_neox": 12, "gpt_gqa": 13, "gpt_mqa": 14, "gpt_bool_mask": 15}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
              "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq,
-             "hf_llama": HFLlama, "bert_pooler": BertPooler, "bert_mlm": BertMLM,
+             "hf_llama": HFLlama, "bert_pooler": BertPooler, "bert_mlm": BertMLM, "gpt_bool_mask": BoolMaskGPT,
              **{k: (lambda k=k: HeadLayoutGPT(k)) for k in HEAD_LAYOUTS}}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
@@ -473,7 +498,8 @@ def export_static(kind, path, opset=17):
     with torch.no_grad():
         torch.onnx.export(model, tuple(ins.values()), path, input_names=list(ins),
                           output_names=["out", "pooled"] if kind == "bert_mlm" else ["out"],
-                          opset_version=opset, do_constant_folding=True)
+                          # The bool mask's slice and Not stay in the graph unfolded, as a dynamic export keeps them.
+                          opset_version=opset, do_constant_folding=kind != "gpt_bool_mask")
     folded_constants_as_initializers(path)
     return {n: v.numpy() for n, v in ins.items()}
 

@@ -4,9 +4,9 @@
 usage: check_pipeline_matrix.py PARTITA KIND WORK [LAYOUT...]
 
 KIND is a models/export_models.py model (gpt_fused_tied, gpt_separate_untied,
-llama, bert_mlm, ...), exported here with 8 layers (so 4 stages of 2 model
+llama, bert_mlm, gpt_bool_mask, ...), exported here with 8 layers (so 4 stages of 2 model
 chunks divide them); LLaMA with 8 query heads in 4 key/value groups (tp 4
-splits whole groups: Partita refuses tp above the key/value heads). Each LAYOUT is TPxPPxDP; by default every one with PP in
+splits whole groups; above the key/value heads Partita replicates their projections). Each LAYOUT is TPxPPxDP; by default every one with PP in
 {2, 4} and TP·PP·DP <= 8 (9 layouts). For each layout:
 
   training, for micro-batches M in {1, 4, 8} and each schedule (gpipe, 1f1b,
