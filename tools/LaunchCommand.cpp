@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/HeapSettings.h"
 #include "runtime/io/Npy.h"
 #include "runtime/comm/PendingSends.h"
 #include "runtime/train/HostTensor.h"
@@ -784,6 +785,7 @@ static void reportRankError(llvm::StringRef message) {
 }
 
 int workerMain() {
+  rt::keepLargeAllocationsOnTheHeap(); // before MPI allocates: large collectives without page faults
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

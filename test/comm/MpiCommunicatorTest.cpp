@@ -127,6 +127,28 @@ TEST(MpiCommunicator, HalfFloatsSumAndGather) {
   }
 }
 
+// Large reductions run in pieces (a megabyte each, the last one shorter):
+// every element of a 3 MB + 3-element all-reduce and reduce-scatter (int32,
+// so the sums are exact) equals its formula, across the piece boundaries.
+TEST(MpiCommunicator, LargeReductionsInPiecesEqualTheirFormula) {
+  int n = world->size(), r = world->rank();
+  size_t count = (size_t(3) << 18) + 3; // elements per block
+  std::vector<int32_t> v(count);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<int32_t>(i % 1000) * (r + 1);
+  ASSERT_FALSE(static_cast<bool>(world->allReduce(v.data(), count, DType::I32)));
+  int32_t ranks = n * (n + 1) / 2;
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(v[i], static_cast<int32_t>(i % 1000) * ranks) << "all-reduce element " << i;
+  std::vector<int32_t> blocks(count * static_cast<size_t>(n)), mine(count);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    blocks[i] = static_cast<int32_t>(i % 777) + r;
+  ASSERT_FALSE(static_cast<bool>(world->reduceScatter(blocks.data(), mine.data(), count, DType::I32)));
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(mine[i], n * static_cast<int32_t>((static_cast<size_t>(r) * count + i) % 777) + n * (n - 1) / 2)
+        << "reduce-scatter element " << i;
+}
+
 // A rank waiting for the others to enter a collective still moves its own
 // started sends: here rank 1 enters only once rank 0's 4 MB send (rendezvous,
 // moved by the sender's MPI calls) has arrived. Before, rank 0 slept without
