@@ -299,27 +299,29 @@ KV_HEADS = 2
 class LlamaBlock(nn.Module):
     """LLaMA-style block: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU."""
 
-    def __init__(self):
+    def __init__(self, heads=None, kv_heads=None):
         super().__init__()
-        dh = D // HEADS
+        self.heads, self.kv = heads or HEADS, kv_heads or KV_HEADS
+        dh = D // self.heads
         self.n1, self.n2 = RMSNorm(D), RMSNorm(D)
-        self.q = nn.Linear(D, HEADS * dh, bias=False)
-        self.k = nn.Linear(D, KV_HEADS * dh, bias=False)
-        self.v = nn.Linear(D, KV_HEADS * dh, bias=False)
-        self.o = nn.Linear(HEADS * dh, D, bias=False)
+        self.q = nn.Linear(D, self.heads * dh, bias=False)
+        self.k = nn.Linear(D, self.kv * dh, bias=False)
+        self.v = nn.Linear(D, self.kv * dh, bias=False)
+        self.o = nn.Linear(self.heads * dh, D, bias=False)
         self.gate = nn.Linear(D, 2 * D, bias=False)
         self.up = nn.Linear(D, 2 * D, bias=False)
         self.down = nn.Linear(2 * D, D, bias=False)
 
     def forward(self, x, cos, sin, mask):
         b, t, _ = x.shape
-        dh, rep = D // HEADS, HEADS // KV_HEADS
+        H, G = self.heads, self.kv
+        dh, rep = D // H, H // G
         h = self.n1(x)
-        q = rotate_half_rope(self.q(h).view(b, t, HEADS, dh).transpose(1, 2), cos, sin)
-        k = rotate_half_rope(self.k(h).view(b, t, KV_HEADS, dh).transpose(1, 2), cos, sin)
-        v = self.v(h).view(b, t, KV_HEADS, dh).transpose(1, 2)
-        k = k[:, :, None].expand(b, KV_HEADS, rep, t, dh).reshape(b, HEADS, t, dh)
-        v = v[:, :, None].expand(b, KV_HEADS, rep, t, dh).reshape(b, HEADS, t, dh)
+        q = rotate_half_rope(self.q(h).view(b, t, H, dh).transpose(1, 2), cos, sin)
+        k = rotate_half_rope(self.k(h).view(b, t, G, dh).transpose(1, 2), cos, sin)
+        v = self.v(h).view(b, t, G, dh).transpose(1, 2)
+        k = k[:, :, None].expand(b, G, rep, t, dh).reshape(b, H, t, dh)
+        v = v[:, :, None].expand(b, G, rep, t, dh).reshape(b, H, t, dh)
         a = F.softmax((q @ k.transpose(-1, -2)) / math.sqrt(dh) + mask, dim=-1)
         x = x + self.o((a @ v).transpose(1, 2).reshape(b, t, D))
         h = self.n2(x)
@@ -357,11 +359,11 @@ class HFLlama(nn.Module):
     inputs are `input_ids`, `attention_mask` and `position_ids`, and the cos/sin
     rows are looked up by position (a Gather of the table, then a Mul with q/k)."""
 
-    def __init__(self):
+    def __init__(self, heads=None, kv_heads=None):
         super().__init__()
-        dh = D // HEADS
+        dh = D // (heads or HEADS)
         self.embed_tokens = nn.Embedding(VOCAB, D)
-        self.layers = nn.ModuleList([LlamaBlock() for _ in range(LAYERS)])
+        self.layers = nn.ModuleList([LlamaBlock(heads, kv_heads) for _ in range(LAYERS)])
         self.norm = RMSNorm(D)
         self.lm_head = nn.Linear(D, VOCAB, bias=False)
         inv = 1.0 / (10000 ** (torch.arange(0, dh, 2).float() / dh))
@@ -427,10 +429,11 @@ class Seq2Seq(nn.Module):
 def make(kind):
     torch.manual_seed({"gpt_fused_tied": 1, "gpt_separate_untied": 2, "bert": 3, "encoder": 4, "llama": 5,
                        "vit": 6, "seq2seq": 7, "hf_llama": 8, "bert_pooler": 9, "bert_mlm": 10, "gpt_qkv3hd": 11,
-                       "gpt_neox": 12, "gpt_gqa": 13, "gpt_mqa": 14, "gpt_bool_mask": 15}[kind])
+                       "gpt_neox": 12, "gpt_gqa": 13, "gpt_mqa": 14, "gpt_bool_mask": 15, "hf_llama_gqa": 16}[kind])
     model = {"gpt_fused_tied": lambda: GPT(True, True), "gpt_separate_untied": lambda: GPT(False, False),
              "bert": BertLike, "encoder": TorchEncoder, "llama": Llama, "vit": ViT, "seq2seq": Seq2Seq,
              "hf_llama": HFLlama, "bert_pooler": BertPooler, "bert_mlm": BertMLM, "gpt_bool_mask": BoolMaskGPT,
+             "hf_llama_gqa": lambda: HFLlama(heads=8, kv_heads=2),  # 8 query heads sharing 2 kv heads
              **{k: (lambda k=k: HeadLayoutGPT(k)) for k in HEAD_LAYOUTS}}[kind]()
     # Non-trivial LayerNorm affine parameters, so a lost scale/bias shows up.
     with torch.no_grad():
@@ -452,7 +455,7 @@ def inputs_for(kind, batch, gen):
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
         mask[0, SEQ - 5:] = 0  # padding on the first sequence
         return {"ids": ids, "attention_mask": mask}
-    if kind == "hf_llama":
+    if kind in ("hf_llama", "hf_llama_gqa"):
         return {"input_ids": ids, "attention_mask": torch.ones(batch, SEQ, dtype=torch.int64),
                 "position_ids": torch.arange(SEQ).unsqueeze(0).expand(batch, SEQ).contiguous()}
     return {"ids": ids}

@@ -16,7 +16,10 @@
 // pipeline stage's copy of a shared weight (copy-shared-weights) is updated
 // like any weight but left out of the norm: the parameter counts once. A
 // half gradient (mixed precision, half-gradients) makes accumulated_grad.w
-// half too; AdamW and the norm each read its Cast to float32.
+// half too; AdamW and the norm each read its Cast to float32. A weight whose
+// blocks are copies of one kv head (replicate-kv-heads, attribute kv_copies)
+// is one parameter: each program reads its gradient through partita.SumCopies
+// (the copies' sum in every copy), and the norm counts it once.
 //===----------------------------------------------------------------------===//
 #include "passes/AddOptimizer.h"
 #include "compiler/plan/Plan.h"
@@ -24,6 +27,7 @@
 #include "passes/SplitPipeline.h"
 #include "passes/autodiff/GradBuilder.h"
 #include "llvm/ADT/StringExtras.h"
+#include <functional>
 #include <map>
 #include <set>
 
@@ -133,11 +137,26 @@ public:
       // A half gradient (mixed precision) is read as it is reduced and held:
       // each optimizer program widens its own float32 copy, one weight at a time.
       grad->type().dtype = gradTypes[k];
-      auto wide = [&](const char *program) {
+      std::function<Value *(const char *)> wide = [&](const char *program) {
         return gradTypes[k] == DType::F32
                    ? grad
                    : tag(b.op("Cast", {grad}, {{"to", Attribute::ofInt(dtypeToOnnx(DType::F32))}}), program);
       };
+      int64_t copies = w->definingNode()->intAttr("kv_copies", 1);
+      if (copies > 1) // the copies' gradients summed, in each program that reads them
+        wide = [&, inner = wide, copies](const char *program) {
+          const WeightRef *ref = g.weights.find(w->definingNode()->stringAttr("name", ""));
+          const WeightRef::Repeat rep = ref && ref->repeat ? *ref->repeat : WeightRef::Repeat{};
+          Value *sum = tag(b.op("SumCopies", {inner(program)},
+                                {{"dim", Attribute::ofInt(rep.dim)},
+                                 {"block", Attribute::ofInt(rep.block)},
+                                 {"copies", Attribute::ofInt(copies)},
+                                 {"axis", Attribute::ofString("tp")},
+                                 {"numel", Attribute::ofInt(w->type().numel())}},
+                                "partita"),
+                           program);
+          return sum;
+        };
       Value *m = laidOutAs(io::moment1(p), w), *v = laidOutAs(io::moment2(p), w);
       int64_t stage = stageOfWeight(g, *w);
       // A stage's copy of a shared weight (copy-shared-weights) has the
@@ -147,6 +166,8 @@ public:
         Value *sq = tag(b.op("ReduceSum", {tag(b.op("Mul", {g32, g32}), io::kGradNorm)},
                              {{"keepdims", Attribute::ofInt(0)}}),
                         io::kGradNorm);
+        if (copies > 1) // each copy holds the parameter's gradient: count one
+          sq = tag(b.op("Mul", {sq, b.scalar(1.0 / static_cast<double>(copies), DType::F32)}), io::kGradNorm);
         // The axes splitting w: its square sum is partial over exactly those.
         std::set<std::string> axes;
         if (w->sharding())

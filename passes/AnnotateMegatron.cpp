@@ -137,8 +137,10 @@ public:
     // Kept to try other sizes on when this one fails.
     std::unique_ptr<Graph> original = tp_ > 1 && !allowReplicated_ && !probing_ ? cloneGraph(g) : nullptr;
     setMeshAxis(g.mesh);
-    // This pass's lines are written afresh; assign-stages' stay.
-    llvm::erase_if(g.coverage, [](const std::string &line) { return !llvm::StringRef(line).startswith("pipeline"); });
+    // This pass's lines are written afresh; assign-stages' and replicate-kv-heads' stay.
+    llvm::erase_if(g.coverage, [](const std::string &line) {
+      return !llvm::StringRef(line).startswith("pipeline") && !llvm::StringRef(line).startswith("kv heads");
+    });
     splitFusedProjections(g);
     if (auto err = g.sortTopologically())
       return err;

@@ -11,7 +11,7 @@ void registerAllPasses() {
   for (PassInfo (*make)() : {foldConstantsPass, removeIdentityPass, deadCodeEliminationPass,
                              commonSubexpressionPass, fuseLinearPass, fuseLayerNormPass,
                              fuseGeluPass, canonicalizePass, annotateMegatronPass, propagateShardingPass,
-                             insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass,
+                             insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass, replicateKvHeadsPass,
                              classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass,
                              copySharedWeightsPass, mixedPrecisionPass, saveHalfActivationsPass, halfGradientsPass,
                              halfParametersPass})

@@ -30,6 +30,7 @@ PassInfo coalesceCollectivesPass();
 PassInfo autodiffPass();
 PassInfo addLossPass();
 PassInfo splitFusedProjectionsPass();
+PassInfo replicateKvHeadsPass();
 PassInfo classifyParametersPass();
 PassInfo tieEmbeddingsPass();
 PassInfo addOptimizerPass();

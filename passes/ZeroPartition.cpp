@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Verifier.h"
 #include "passes/AddOptimizer.h"
+#include "passes/PatternMatch.h"
 #include "passes/Passes.h"
 #include "passes/SplitPrograms.h"
 #include "passes/sharding/ReshardPlanner.h"
@@ -268,10 +269,15 @@ private:
   }
 
   /// The accumulated gradient AdamW `a` reads: its operand, or what that
-  /// widens (a half gradient, mixed precision's).
+  /// widens (a half gradient, mixed precision's), or what its copies' sum
+  /// reads (replicate-kv-heads' kv head copies).
   static Value *accumulatedOf(Node *a) {
     Value *g = a->input(4);
     Node *d = g->definingNode();
+    if (d && d->is("SumCopies", "partita")) {
+      g = d->input(0);
+      d = g->definingNode();
+    }
     return d && d->is("Cast") ? d->input(0) : g;
   }
 
@@ -430,7 +436,7 @@ private:
     for (Node *u : users) {
       if (u->is("AdamW", "partita"))
         continue;
-      if (u->is("Cast")) {
+      if (u->is("Cast") || u->is("SumCopies", "partita")) { // the copies' sum: each holds the same flat part
         if (auto err = partitionReaders(u->output(), f))
           return err;
         continue;
@@ -732,7 +738,10 @@ private:
       for (Node *u : v->users()) {
         if (roots.count(u))
           continue;
-        bool linear = u->is("Add") || (u->is("AllReduce", "partita") && u->stringAttr("reduce", "sum") == "sum");
+        // A kv head's copies count once: their square sum times a constant 1/copies.
+        bool scaled = u->is("Mul") && (scalarConstant(u->input(0)) || scalarConstant(u->input(1)));
+        bool linear =
+            u->is("Add") || scaled || (u->is("AllReduce", "partita") && u->stringAttr("reduce", "sum") == "sum");
         if (!linear)
           return passError(name(), "node " + u->describe() + " reads a sum of squared gradients and is not a sum: "
                                    "the gradient norm of partitioned gradients is summed, then all-reduced");

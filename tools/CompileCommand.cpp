@@ -156,7 +156,9 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
   const WeightRef *ref = global.weights.find(name);
   std::vector<ParamTarget> out;
   out.push_back({ref && !ref->source.empty() ? ref->source : name, ref ? ref->perm : std::vector<int64_t>{},
-                 ref ? ref->viewStart : Shape{}, w.output()->type().shape});
+                 ref ? ref->viewStart : Shape{}, w.output()->type().shape, {}});
+  if (ref && ref->repeat) // kv head copies (replicate-kv-heads): one is written
+    out.back().repeat = {ref->repeat->dim, ref->repeat->block, ref->repeat->times};
   for (const std::string &h : tiedHeadNames(w)) {
     const WeightRef *hr = global.weights.find(h);
     // A head that refers to stored bytes (a transpose or a box of them: the
@@ -166,7 +168,7 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
       continue;
     std::string source = !hr->source.empty() ? hr->source : h;
     if (source != out[0].initializer)
-      out.push_back({source, {1, 0}, {}, w.output()->type().shape});
+      out.push_back({source, {1, 0}, {}, w.output()->type().shape, {}});
   }
   return out;
 }
@@ -352,8 +354,12 @@ static llvm::Error compile(llvm::StringRef dir) {
       return list.takeError();
     overrides.list = std::move(*list);
   }
-  if (differentiate) { // fused q/k/v are cut before differentiating, so each piece is a parameter
-    pipeline += std::string(tp > 1 ? ",split-fused-projections" : "") + ",classify-parameters";
+  // Fused q/k/v are cut before differentiating, so each piece is a parameter;
+  // so are kv heads repeated for more tp ranks than there are kv heads.
+  std::string perHead =
+      tp > 1 ? ",split-fused-projections,replicate-kv-heads{tp=" + std::to_string(tp) + "}" : std::string();
+  if (differentiate) {
+    pipeline += perHead + ",classify-parameters";
     if (auto err = pm.addPipeline(pipeline))
       return err;
     if (auto err = pm.run(g))
@@ -372,7 +378,7 @@ static llvm::Error compile(llvm::StringRef dir) {
                (precision != "fp32" && recompute != "none" ? "save-half-activations," : "") + "remove-identity,cse,dce";
   } else if (tp > 1 || pp > 1) { // annotate reads the classes: a frozen table (rotary cos/sin) is no
     // vocab-parallel embedding; assign-stages lets every stage compute what it derives from frozen buffers
-    pipeline += ",classify-parameters";
+    pipeline += perHead + ",classify-parameters";
   }
   if (!differentiate && pp > 1)
     pipeline += "," + assignStages();

@@ -109,6 +109,34 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
   return Tensor(parts[0].dtype(), full, std::move(bytes));
 }
 
+/// The parameter a repeated target's copies stand for (`repeat` = [dim,
+/// block, times]: each run of `times` blocks along dim holds one block's
+/// copies): the first copy of each run, once every copy equals it bit for bit
+/// (they step in lockstep, their gradients summed).
+static llvm::Expected<Tensor> oneCopy(const Tensor &all, const std::vector<int64_t> &repeat, llvm::StringRef name) {
+  size_t d = static_cast<size_t>(repeat[0]);
+  int64_t block = repeat[1], times = repeat[2], outer = 1, inner = 1;
+  const Shape &shape = all.shape();
+  for (size_t i = 0; i < shape.size(); ++i)
+    (i < d ? outer : inner) *= i == d ? 1 : shape[i];
+  int64_t width = shape[d], runs = width / (block * times);
+  Shape kept = shape;
+  kept[d] = runs * block;
+  size_t es = dtypeSize(all.dtype()), piece = static_cast<size_t>(block * inner) * es;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numElements(kept)) * es);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < runs; ++r) {
+      const uint8_t *first = all.data() + static_cast<size_t>((o * width + r * block * times) * inner) * es;
+      for (int64_t c = 1; c < times; ++c)
+        if (std::memcmp(first, first + c * piece, piece) != 0)
+          return fail("parameter '" + name + "': copies " + llvm::Twine(r * times) + " and " +
+                      llvm::Twine(r * times + c) + " of one kv head differ, though they step in lockstep: the "
+                      "trained folder mixes runs or a file was changed");
+      std::memcpy(bytes->data() + static_cast<size_t>((o * runs + r) * block * inner) * es, first, piece);
+    }
+  return Tensor(all.dtype(), kept, std::move(bytes));
+}
+
 /// Writes `trained` into the initializer's bytes where target `t` says: the
 /// box at t.start of transpose(stored, t.perm). Only the box is touched.
 static llvm::Error writeTarget(std::vector<uint8_t> &bytes, DType dtype, const Shape &stored, const Tensor &trained,
@@ -394,6 +422,8 @@ static llvm::Error merge() {
       for (auto [param, target] : uses->second) {
         const std::string &name = plan->params[param];
         auto shards = gatherShards(*plan, param, plan->paramTargets[param][0].shape);
+        if (shards && !target->repeat.empty())
+          shards = oneCopy(*shards, target->repeat, name);
         if (!shards)
           return shards.takeError();
         if (auto err = writeTarget(bytes, value.dtype(), value.shape(), *shards, *target))

@@ -3,6 +3,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -80,11 +81,44 @@ WeightRef WeightRef::unflattened() const {
   return u;
 }
 
+WeightRef WeightRef::repeated(int64_t dim, int64_t block, int64_t times) const {
+  WeightRef r = *this;
+  r.repeat = Repeat{dim, block, times};
+  r.type.shape[static_cast<size_t>(dim)] *= times;
+  return r;
+}
+
 WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const {
+  if (repeat && !flat) { // inside one copy of a block: that block of the weight repeated
+    const Repeat &rep = *repeat;
+    size_t d = static_cast<size_t>(rep.dim);
+    [[maybe_unused]] int64_t first = start[d], last = start[d] + size[d] - 1;
+    assert(first / rep.block == last / rep.block && "a view of a repeated weight spans two copies");
+    WeightRef base = *this;
+    base.repeat.reset();
+    base.type.shape[d] /= rep.times;
+    Shape at(start.begin(), start.end());
+    at[d] = first / (rep.block * rep.times) * rep.block + first % rep.block;
+    return base.view(at, size);
+  }
   WeightRef v = *this;
   if (v.flat) { // a range of the flat buffer
     v.flat->start += start.empty() ? 0 : start[0];
     v.type.shape.assign(size.begin(), size.end());
+    const FlatPart &f = *v.flat;
+    int64_t block = f.start / std::max<int64_t>(f.length, 1), count = size.empty() ? 1 : size[0];
+    if (v.repeat && f.start + count <= (block + 1) * f.length) {
+      // Inside one tensor-parallel block of a repeated weight (ZeRO-3's part
+      // of a kv head's copy): a part of that block, a plain view.
+      WeightRef whole = unflattened();
+      Shape at(f.shape.size(), 0), box = f.shape;
+      box[static_cast<size_t>(f.dim)] /= f.blocks;
+      at[static_cast<size_t>(f.dim)] = block * box[static_cast<size_t>(f.dim)];
+      WeightRef part = whole.view(at, box).flattened(f.dim, 1, f.length);
+      part.flat->start = f.start - block * f.length;
+      part.type.shape.assign(size.begin(), size.end());
+      return part;
+    }
     return v;
   }
   if (v.viewStart.empty()) {
@@ -315,6 +349,27 @@ static llvm::Expected<Tensor> loadFlatPart(const WeightRef &ref, llvm::StringRef
 static llvm::Expected<Tensor> loadRef(const WeightRef &ref, llvm::StringRef name) {
   if (ref.flat)
     return loadFlatPart(ref, name);
+  if (ref.repeat) { // the whole repeated tensor: each copy of each block is a view
+    const WeightRef::Repeat &rep = *ref.repeat;
+    size_t d = static_cast<size_t>(rep.dim), elem = dtypeSize(ref.type.dtype);
+    int64_t outer = 1, inner = 1, width = ref.type.shape[d];
+    for (size_t i = 0; i < ref.type.shape.size(); ++i)
+      (i < d ? outer : i > d ? inner : width) *= i == d ? 1 : ref.type.shape[i];
+    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numElements(ref.type.shape)) * elem);
+    for (int64_t b = 0; b < width; b += rep.block) {
+      Shape start(ref.type.shape.size(), 0), size = ref.type.shape;
+      start[d] = b;
+      size[d] = rep.block;
+      auto part = loadRef(ref.view(start, size), name);
+      if (!part)
+        return part.takeError();
+      size_t run = static_cast<size_t>(rep.block * inner) * elem;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(out->data() + (static_cast<size_t>(o * width + b) * inner) * elem,
+                    static_cast<const uint8_t *>(part->data()) + static_cast<size_t>(o) * run, run);
+    }
+    return Tensor(ref.type.dtype, ref.type.shape, std::move(out));
+  }
   if (ref.viewStart.empty() && ref.perm.empty() && ref.inlineBytes)
     return Tensor(ref.type.dtype, ref.type.shape, ref.inlineBytes); // shared, not copied
   Shape stored, start, size;

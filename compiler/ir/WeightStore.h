@@ -49,6 +49,14 @@ struct WeightRef {
   std::string source;
   /// Set: the logical tensor is a 1-D part of this weight's flat buffer.
   std::optional<FlatPart> flat;
+  /// Set: the logical tensor repeats each `block`-wide block along `dim` of
+  /// the rest of the ref `times` times in a row (a key/value projection's
+  /// heads, one copy per tensor-parallel rank that reads it:
+  /// passes/ReplicateKvHeads.cpp). A view inside one copy is a plain view.
+  struct Repeat {
+    int64_t dim = 0, block = 1, times = 1;
+  };
+  std::optional<Repeat> repeat;
   /// Set: programs hold the weight in this type, its stored float32
   /// elements rounded to it as they are loaded (mixed precision's half
   /// parameters, passes/HalfParameters.cpp); `type` stays the stored one.
@@ -59,6 +67,9 @@ struct WeightRef {
   TensorType heldType() const { return TensorType{loadAs.value_or(type.dtype), type.shape, type.known}; }
   /// This weight restricted to `start` + `size` (relative to this view).
   WeightRef view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) const;
+  /// This weight with each `block`-wide block along `dim` repeated `times`
+  /// times (Repeat).
+  WeightRef repeated(int64_t dim, int64_t block, int64_t times) const;
   /// This weight transposed by `perm` (numpy.transpose; composes with an
   /// earlier transpose or view).
   WeightRef transposed(llvm::ArrayRef<int64_t> perm) const;

@@ -266,13 +266,13 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     p->set_domain("partita");
     p->set_version(1);
     // Compute ops get ONNX function bodies; collectives, a pipeline's sends
-    // and receives, the fused optimizer update and ZeRO's flat buffers stay
+    // and receives, the fused optimizer update, ZeRO's flat buffers and kv copies' sums stay
     // custom ops that Partita's runtime implements.
     for (const auto &op : partitaOps) {
       if (op == "Linear" || op == "Gelu" || op == "FastGelu" || op == "EmbeddingGrad")
         addFunction(m, op, opset);
       else if (op != "AllReduce" && op != "AllGather" && op != "ReduceScatter" && op != "Send" && op != "Recv" &&
-               op != "AdamW" && op != "FlattenShards" && op != "UnflattenShards")
+               op != "AdamW" && op != "FlattenShards" && op != "UnflattenShards" && op != "SumCopies")
         return fail(path, "partita." + op + " cannot be exported (lower it first)");
     }
   }

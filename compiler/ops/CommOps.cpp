@@ -9,6 +9,8 @@
 //   partita.ReduceScatter(x...) {axis, dim, async}  Partial -> Split(dim); several 1-D operands
 //                                               split on dim 0: one bucket (coalesce-collectives)
 //   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication
+//   partita.SumCopies(x)     {axis, dim, block, copies, numel}  a repeated weight's copies summed
+//                                               (replicate-kv-heads): below
 //   partita.Send(x)          {axis, peer, tag}  sends x to pipeline stage `peer` of the group
 //                                               along `axis` (its rank: peer mod the group's
 //                                               size), message tag `tag`; returns a token
@@ -69,6 +71,17 @@ void registerCommOps(OpRegistry &r) {
                                       return llvm::Error::success();
                                     },
                                     {}, 1, -1});
+  // The copies of a repeated weight's blocks (replicate-kv-heads) summed:
+  // along `dim`, each run of `copies` blocks `block` wide becomes their sum in
+  // every block of the run. Split over tp (one block per rank) it is an
+  // all-reduce over each run's ranks; `numel` is the whole value's size.
+  r.add("partita.SumCopies", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
+                                      if (c.node.intAttr("copies", 0) < 1 || c.node.intAttr("block", 0) < 1)
+                                        return c.error("needs positive attributes copies and block");
+                                      o.push_back(c.type(0));
+                                      return llvm::Error::success();
+                                    },
+                                    {}, 1, 1});
   r.add("partita.AllGather", commOp(+1));
   r.add("partita.ReduceScatter", commOp(-1, /*variadic=*/true));
   r.add("partita.ShardSlice", commOp(-1));

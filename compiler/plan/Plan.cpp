@@ -154,9 +154,13 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array targets;
   for (const auto &ts : p.paramTargets) {
     llvm::json::Array one;
-    for (const ParamTarget &t : ts)
-      one.push_back(llvm::json::Object{
-          {"initializer", t.initializer}, {"perm", ints(t.perm)}, {"start", ints(t.start)}, {"shape", ints(t.shape)}});
+    for (const ParamTarget &t : ts) {
+      llvm::json::Object o{
+          {"initializer", t.initializer}, {"perm", ints(t.perm)}, {"start", ints(t.start)}, {"shape", ints(t.shape)}};
+      if (!t.repeat.empty())
+        o["repeat"] = ints(t.repeat);
+      one.push_back(std::move(o));
+    }
     targets.push_back(std::move(one));
   }
   llvm::json::Array weightFiles;
@@ -474,8 +478,14 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
             !readInts(*o, "start", pt.start) || !readInts(*o, "shape", pt.shape))
           return bad("bad param_targets entry");
         pt.initializer = o->getString("initializer")->str();
+        if (o->get("repeat") && !readInts(*o, "repeat", pt.repeat))
+          return bad("bad param_targets entry");
         std::vector<bool> seen(pt.perm.size());
         bool ok = pt.start.empty() || pt.start.size() == pt.shape.size();
+        if (!pt.repeat.empty()) // [dim, block, times]: whole runs of copies along a dim of the shape
+          ok = ok && pt.repeat.size() == 3 && pt.repeat[0] >= 0 &&
+               pt.repeat[0] < static_cast<int64_t>(pt.shape.size()) && pt.repeat[1] > 0 && pt.repeat[2] > 0 &&
+               pt.shape[static_cast<size_t>(pt.repeat[0])] % (pt.repeat[1] * pt.repeat[2]) == 0;
         for (int64_t d : pt.perm) // a permutation of 0..n-1, or empty
           ok = ok && d >= 0 && d < static_cast<int64_t>(seen.size()) && !seen[d] && (seen[d] = true);
         for (int64_t v : pt.start)

@@ -31,6 +31,10 @@ struct ParamTarget {
   std::vector<int64_t> perm;
   Shape start;
   Shape shape; // the whole parameter's shape (the shards concatenated)
+  /// [dim, block, times] when the parameter repeats each `block`-wide block of
+  /// the initializer's box along `dim` `times` times (replicate-kv-heads'
+  /// copies of a kv head): merge writes one copy, after checking they agree.
+  std::vector<int64_t> repeat;
 };
 
 /// A file of the model's own weights that the rank programs refer to (a plan

@@ -40,7 +40,7 @@ RuleResult passThrough(const RuleContext &c) {
 
 void addCollectiveRules(llvm::StringMap<ShardingRule> &t) {
   for (const char *op : {"partita.Reshard", "partita.AllReduce", "partita.AllGather", "partita.ReduceScatter",
-                         "partita.ShardSlice"})
+                         "partita.ShardSlice", "partita.SumCopies"})
     t[op] = ShardingRule{passThrough, {}};
 }
 

@@ -15,6 +15,7 @@ static void registerCpuKernels(KernelRegistry &r) {
   cpu::registerReduceKernels(r);
   cpu::registerOptimizerKernels(r);
   cpu::registerFlatShardsKernels(r);
+  cpu::registerSumCopiesKernel(r);
   cpu::registerFusedElementwiseKernel(r);
 }
 

@@ -15,6 +15,7 @@ void registerP2PKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerOptimizerKernels(KernelRegistry &r);
 void registerFlatShardsKernels(KernelRegistry &r);
+void registerSumCopiesKernel(KernelRegistry &r);
 
 /// The reference kernel for `node` (compile-time evaluator on host tensors,
 /// computing in double): correct for every dtype, slow. Fast kernels hand

@@ -57,6 +57,31 @@ TEST(WeightStore, LoadAsRoundsToTheHalfType) {
   }
 }
 
+// A kv projection's heads repeated for the ranks that read them
+// (replicate-kv-heads): w = arange(12).reshape(3, 4) viewed [:, 2:4] (two
+// heads of one column), each repeated 2 times: numpy.repeat(w[:, 2:4], 2, axis=1).
+TEST(WeightStore, RepeatedBlocksLoadAndView) {
+  WeightStore s;
+  WeightRef kv = inlineRef({3, 4}).view({0, 2}, {3, 2}).repeated(1, 1, 2);
+  EXPECT_EQ(kv.type.shape, (Shape{3, 4}));
+  s.add("kv", kv);
+  auto all = s.load("kv");
+  ASSERT_TRUE(static_cast<bool>(all)) << llvm::toString(all.takeError());
+  EXPECT_EQ(all->toDoubles(), (std::vector<double>{2, 2, 3, 3, 6, 6, 7, 7, 10, 10, 11, 11}));
+  // Rank 3 of tp 4's block (columns 3:4): the second copy of head 1, a plain view.
+  WeightRef rank3 = kv.view({0, 3}, {3, 1});
+  EXPECT_FALSE(rank3.repeat.has_value());
+  s.add("r3", rank3);
+  EXPECT_EQ(s.load("r3")->toDoubles(), (std::vector<double>{3, 7, 11}));
+  // Blocks 2 wide, repeated 3 times: numpy.repeat of whole 2-column heads.
+  WeightRef wide = inlineRef({2, 4}).repeated(1, 2, 3);
+  s.add("wide", wide);
+  EXPECT_EQ(s.load("wide")->toDoubles(), (std::vector<double>{0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5,
+                                                              6, 7, 6, 7, 6, 7}));
+  s.add("w4", wide.view({1, 8}, {1, 2})); // row 1, the third copy of head 1
+  EXPECT_EQ(s.load("w4")->toDoubles(), (std::vector<double>{6, 7}));
+}
+
 TEST(WeightStore, TransposedThenViewed) {
   WeightStore s;
   WeightRef tr = inlineRef({3, 4}).transposed({1, 0}); // w.T: [4,3]
