@@ -365,7 +365,6 @@ private:
     mesh.axes.push_back(MeshAxis{axis_, tp_});
   }
 
-  /// The first projection reached from `n` through its users.
   /// A projection outside every attention and MLP block (BERT's pooler, its
   /// MLM transform): it reads no Softmax and no other projection (back to the
   /// last norm or residual sum), and what it computes reaches no Softmax, no
@@ -441,34 +440,28 @@ private:
     return true;
   }
 
-  /// The first Softmax reached from projection `n` through its users before
-  /// any other projection.
-  static const Node *downstreamSoftmax(const Node *n) {
+  /// The first node `match` takes among those reached from `n` through its
+  /// users (breadth first, 64 nodes at most), not going on through projections.
+  static const Node *firstDownstream(const Node *n, llvm::function_ref<bool(const Node *)> match) {
     std::vector<const Node *> queue = {n};
     llvm::DenseSet<const Node *> seen = {n};
     for (size_t i = 0; i < queue.size() && i < 64; ++i)
       for (const Value *out : queue[i]->outputs())
         for (const Node *u : out->users()) {
-          if (u->is("Softmax"))
+          if (match(u))
             return u;
           if (!projectionWeight(u) && seen.insert(u).second)
             queue.push_back(u);
         }
     return nullptr;
   }
-
+  /// The first Softmax reached from projection `n` before any other projection.
+  static const Node *downstreamSoftmax(const Node *n) {
+    return firstDownstream(n, [](const Node *u) { return u->is("Softmax"); });
+  }
+  /// The first projection reached from `n`.
   static const Node *downstreamProjection(const Node *n) {
-    std::vector<const Node *> queue = {n};
-    llvm::DenseSet<const Node *> seen = {n};
-    for (size_t i = 0; i < queue.size() && i < 64; ++i)
-      for (const Value *out : queue[i]->outputs())
-        for (const Node *u : out->users()) {
-          if (projectionWeight(u))
-            return u;
-          if (seen.insert(u).second)
-            queue.push_back(u);
-        }
-    return nullptr;
+    return firstDownstream(n, [](const Node *u) { return projectionWeight(u) != nullptr; });
   }
 
   /// The projections the values `from` derive from within their block: back
