@@ -15,6 +15,7 @@
 #include "tools/ToolCommon.h"
 #include "tools/ZeroMemory.h"
 #include "runtime/schedule/PipelineSchedule.h"
+#include "runtime/session/Session.h"
 #include "runtime/train/MemoryReport.h"
 #include "llvm/Support/CommandLine.h"
 #include <map>
@@ -237,6 +238,7 @@ int inspectMain() {
     if (!g)
       return g.takeError();
     SizingDevice device;
+    rt::markUpdatedWeights(**g, *plan);
     auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
     if (!program)
       return program.takeError();

@@ -257,9 +257,15 @@ private:
   Shape c_, out_;
 };
 
+/// A value that stays the same from run to run: a Constant, or a Weight the
+/// optimizer does not update every step (markUpdatedWeights). A weight that
+/// changes every step is read in its own layout: a blocked copy per kernel
+/// would be remade every step, and cost a copy of the weight in memory per
+/// matmul reading it; bench/zero_memory.sh measured the plain layout's step
+/// time against it (README, Benchmarks).
 bool isProgramConstant(const Value *v) {
   const Node *d = v ? v->definingNode() : nullptr;
-  return d && (d->is("Weight") || d->is("Constant"));
+  return d && (d->is("Constant") || (d->is("Weight") && d->intAttr("updated_every_step", 0) == 0));
 }
 
 /// The bf16 widening operand k is read through: `producer` itself, or the

@@ -1,6 +1,7 @@
 //===- Session.cpp --------------------------------------------------------===//
 #include "runtime/session/Session.h"
 #include "compiler/onnx/OnnxImport.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 #include <algorithm>
 
@@ -33,12 +34,24 @@ llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm:
   return s;
 }
 
+void markUpdatedWeights(Graph &program, const Plan &plan) {
+  if (plan.params.empty())
+    return;
+  llvm::StringSet<> params;
+  for (const std::string &p : plan.params)
+    params.insert(p);
+  for (Node *n : program.nodes())
+    if (n->is("Weight") && params.count(n->output()->name()))
+      n->setAttr("updated_every_step", Attribute::ofInt(1));
+}
+
 llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llvm::StringRef planDir) {
   llvm::SmallString<256> file(planDir);
   llvm::sys::path::append(file, path);
   auto graph = importOnnx(file, compiledProgramImport(plan_->weightFilePaths()));
   if (!graph)
     return graph.takeError();
+  markUpdatedWeights(**graph, *plan_);
   auto program = Program::load(**graph, device_, &env_);
   if (!program)
     return program.takeError();

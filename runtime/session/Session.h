@@ -21,6 +21,12 @@ namespace partita::rt {
 using GroupSplitter =
     llvm::function_ref<llvm::Expected<std::unique_ptr<Communicator>>(int color, int key, llvm::StringRef axis)>;
 
+/// Marks the Weight nodes of a training plan's program that the step
+/// updates (plan.params) with attribute `updated_every_step` = 1: kernels
+/// then keep no copy of them in another layout (runtime/cpu/GemmKernels.cpp).
+/// Session and inspect call it on every program they load.
+void markUpdatedWeights(Graph &program, const Plan &plan);
+
 class Session {
 public:
   /// Every rank of the job calls it (the splits are collective). `plan`

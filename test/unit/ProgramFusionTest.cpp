@@ -8,6 +8,7 @@
 #include "runtime/core/Device.h"
 #include "runtime/cpu/Dnnl.h"
 #include "runtime/executor/Program.h"
+#include "runtime/session/Session.h"
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <cmath>
@@ -459,3 +460,29 @@ TEST_P(Bf16Gemm, WideningsFeedIt) {
 
 INSTANTIATE_TEST_SUITE_P(Program, Bf16Gemm, testing::Bool(),
                          [](const testing::TestParamInfo<bool> &i) { return i.param ? "transposed" : "plain"; });
+
+// A weight the optimizer updates every step (markUpdatedWeights, from the
+// plan's params) is read in its own layout: no matmul keeps a blocked copy of
+// it, which would be remade every step and cost a copy of the weight per
+// matmul. A weight that stays the same (inference, a frozen one) is copied
+// into oneDNN's layout once, where oneDNN wants one (here it does).
+TEST(Program, UpdatedWeightsKeepNoBlockedCopy) {
+  const char *text = "graph @g(%x: f32[64,256]) opset 17 {\n"
+                     "  %w = Weight() {name = \"w\"} : f32[256,512]\n"
+                     "  %y = MatMul(%x, %w) : f32[64,512]\n"
+                     "  return %y\n}\n";
+  auto workspace = [&](bool updated) -> size_t {
+    auto g = parseGraph(text, "w.pir");
+    EXPECT_TRUE(static_cast<bool>(g));
+    Plan plan;
+    if (updated)
+      plan.params = {"w"};
+    rt::markUpdatedWeights(**g, plan);
+    rt::CpuDevice device;
+    auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
+    EXPECT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+    return (*program)->kernelBytes(rt::MemoryCategory::Workspace);
+  };
+  EXPECT_GT(workspace(false), 0u) << "oneDNN wants no blocked copy on this CPU: the next check proves nothing";
+  EXPECT_EQ(workspace(true), 0u);
+}
