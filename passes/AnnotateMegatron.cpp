@@ -286,6 +286,16 @@ public:
       }
     }
     problems.insert(problems.begin(), blockProblems.begin(), blockProblems.end());
+    // A kv head's copies (replicate-kv-heads) are one copy per tp rank: held
+    // whole they would be tp copies of every rank's work, and the runtime
+    // reads them only as split. So their block must shard, replicas allowed or not.
+    for (Node *n : g.nodes())
+      if (n->is("Weight") && n->hasAttr("kv_copies") &&
+          layoutOf(n->output(), axis_) != Layout::split(n->output()->type().rank() - 1))
+        return passError(name(), "weight '" + n->stringAttr("name", "") + "' holds one copy of a kv head per tp " +
+                                     "rank, but its attention block was not sharded" +
+                                     (problems.empty() ? std::string() : " (" + problems.front() + ")") +
+                                     "; choose a tp the attention's heads divide by");
     for (const auto &p : problems)
       g.coverage.push_back("replicated: " + p);
     if (!problems.empty() && !allowReplicated_ && tp_ > 1)

@@ -346,10 +346,15 @@ llvm::Expected<TrainableList> readTrainableList(llvm::StringRef path) {
 /// The initializer names a Weight node answers to: its own, and those of the
 /// heads tie-embeddings tied to it (one parameter: an override of either
 /// name applies to it).
-static std::vector<std::string> weightNames(const Node &n) {
+/// The names a user may give weight node `n` by: its own, the heads tied to
+/// it, and the model's initializer it is part of (a fused q/k/v piece, a kv
+/// head's copies: split-fused-projections and replicate-kv-heads rename them).
+static std::vector<std::string> weightNames(const Graph &g, const Node &n) {
   std::vector<std::string> names{n.stringAttr("name", "")};
   for (std::string &h : tiedHeadNames(n))
     names.push_back(std::move(h));
+  if (const WeightRef *ref = g.weights.find(names[0]); ref && !ref->source.empty() && ref->source != names[0])
+    names.push_back(ref->source);
   return names;
 }
 
@@ -357,7 +362,7 @@ static llvm::Error applyTrainableList(Graph &g, const TrainableList &list) {
   llvm::StringMap<llvm::SmallVector<Node *, 1>> weights; // by name (a name may have several nodes)
   for (Node *n : g.nodes())
     if (n->is("Weight"))
-      for (const std::string &name : weightNames(*n))
+      for (const std::string &name : weightNames(g, *n))
         weights[name].push_back(n);
   llvm::StringMap<unsigned> listed; // name -> its first line
   for (const auto &[line, name] : list.names) {
@@ -381,11 +386,15 @@ static llvm::Error applyTrainableList(Graph &g, const TrainableList &list) {
       continue; // an integer weight keeps the default rule's reason
     std::string reason = "not in " + list.path;
     bool trainable = false;
-    for (const std::string &name : weightNames(*n))
+    for (const std::string &name : weightNames(g, *n))
       if (auto it = listed.find(name); it != listed.end() && !trainable) {
         trainable = true;
         reason = "listed in " + list.path + ":" + std::to_string(it->second) +
-                 (name == n->stringAttr("name", "") ? "" : " (as '" + name + "', the head tied to it)");
+                 (name == n->stringAttr("name", "") ? ""
+                  : g.weights.find(n->stringAttr("name", "")) &&
+                          g.weights.find(n->stringAttr("name", ""))->source == name
+                      ? " (as '" + name + "', the initializer it is part of)"
+                      : " (as '" + name + "', the head tied to it)");
       }
     n->setAttr("trainable", Attribute::ofInt(trainable ? 1 : 0));
     n->setAttr("role", Attribute::ofString(reason));
@@ -408,7 +417,7 @@ llvm::Error applyParameterOverrides(Graph &g, const ParameterOverrides &o) {
       for (Node *n : g.nodes()) {
         if (!n->is("Weight"))
           continue;
-        std::vector<std::string> names = weightNames(*n);
+        std::vector<std::string> names = weightNames(g, *n);
         if (std::none_of(names.begin(), names.end(), [&](const std::string &s) { return glob->match(s); }))
           continue;
         matched = true;

@@ -180,25 +180,27 @@ private:
       return llvm::Error::success(); // annotate-megatron replicates the projection whole
     Node *p = c->projection;
     int64_t features = p->output()->type().shape.back(), headSize = features / groups;
+    // The weight and bias: stored, and read by this projection alone (a
+    // weight shared with another reader would become two parameters).
+    auto stored = [&](const Value *w) {
+      const Node *wn = w ? w->definingNode() : nullptr;
+      return wn && wn->is("Weight") && g.weights.find(wn->stringAttr("name", "")) &&
+             llvm::all_of(w->users(), [&](const Node *u) { return u == p; });
+    };
+    bool hasBias = p->numInputs() > 2 && p->input(2);
+    if (!stored(p->input(1)) || (hasBias && !stored(p->input(2))))
+      return llvm::Error::success(); // annotate-megatron replicates the projection whole
     auto repeatedWeight = [&](Value *w, int64_t dim) -> Value * {
-      Node *wn = w->definingNode();
-      std::string base = wn->stringAttr("name", "");
+      std::string base = w->definingNode()->stringAttr("name", "");
       const WeightRef *ref = g.weights.find(base);
       std::string name = base + ".kv_copies" + std::to_string(copies);
       Value *v = getOrCreateWeight(g, name, ref->repeated(dim, headSize, copies));
       v->definingNode()->setAttr("kv_copies", Attribute::ofInt(copies));
       return v;
     };
-    Node *wn = p->input(1)->definingNode();
-    if (!wn || !wn->is("Weight") || !g.weights.find(wn->stringAttr("name", "")))
-      return llvm::Error::success();
     p->setInput(1, repeatedWeight(p->input(1), 1));
-    if (p->numInputs() > 2 && p->input(2)) {
-      Node *b = p->input(2)->definingNode();
-      if (!b || !b->is("Weight"))
-        return passError(name(), "node " + p->describe() + ": its bias is computed, not a weight");
+    if (hasBias)
       p->setInput(2, repeatedWeight(p->input(2), 0));
-    }
     for (auto &[v, d] : c->headDim)
       const_cast<Value *>(v)->type().shape[static_cast<size_t>(d)] *= copies;
     for (Node *n : c->ops)

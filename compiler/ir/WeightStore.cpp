@@ -92,11 +92,17 @@ WeightRef WeightRef::view(llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t>
   if (repeat && !flat) { // inside one copy of a block: that block of the weight repeated
     const Repeat &rep = *repeat;
     size_t d = static_cast<size_t>(rep.dim);
-    [[maybe_unused]] int64_t first = start[d], last = start[d] + size[d] - 1;
-    assert(first / rep.block == last / rep.block && "a view of a repeated weight spans two copies");
+    [[maybe_unused]] int64_t first = start[d], last = start[d] + size[d] - 1, run = rep.block * rep.times;
     WeightRef base = *this;
     base.repeat.reset();
     base.type.shape[d] /= rep.times;
+    if (first % run == 0 && size[d] % run == 0) { // whole runs of copies: those blocks, repeated
+      Shape at(start.begin(), start.end()), box(size.begin(), size.end());
+      at[d] /= rep.times;
+      box[d] /= rep.times;
+      return base.view(at, box).repeated(rep.dim, rep.block, rep.times);
+    }
+    assert(first / rep.block == last / rep.block && "a view of a repeated weight spans two copies");
     Shape at(start.begin(), start.end());
     at[d] = first / (rep.block * rep.times) * rep.block + first % rep.block;
     return base.view(at, size);

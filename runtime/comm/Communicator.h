@@ -111,6 +111,9 @@ private:
 /// Communicators a program's collectives use, by mesh axis name.
 struct RuntimeEnv {
   llvm::StringMap<Communicator *> groups;
+  /// Groups split off an axis's by the kernels that need them (runs of a kv
+  /// head's copies, partita.SumCopies), one per name for every program.
+  mutable llvm::StringMap<std::unique_ptr<Communicator>> subgroups;
   Communicator *group(llvm::StringRef axis) const {
     auto it = groups.find(axis);
     return it == groups.end() ? nullptr : it->second;

@@ -5,7 +5,8 @@
 // the copies' gradients, in every copy. Held whole (replicated), the kernel
 // sums each run of `copies` blocks locally; split over tp (each rank one
 // block, or a ZeRO shard of it), it all-reduces over the `copies`
-// consecutive ranks holding the run, a group split once from the axis's.
+// consecutive ranks holding the run, a group split once per rank from the
+// axis's (RuntimeEnv::subgroups).
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/comm/Communicator.h"
@@ -39,21 +40,21 @@ public:
       return sumLocally(x, y);
     if (y != x)
       std::memcpy(y, x, in.bytes());
-    if (!group_) {
-      Communicator *axis = ctx.env ? ctx.env->group(axis_) : nullptr;
-      if (!axis)
-        return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
-      if (axis->size() % copies_ != 0)
-        return kernelError(node_, "group '" + axis_ + "' of " + llvm::Twine(axis->size()) +
-                                      " ranks does not hold runs of " + llvm::Twine(copies_) + " copies");
-      // Collective over the axis's group: each of its ranks runs this program.
-      auto group = axis->splitGroup(axis->rank() / static_cast<int>(copies_), axis->rank(),
-                                    axis_ + "/copies" + std::to_string(copies_));
-      if (!group)
-        return group.takeError();
-      group_ = std::move(*group);
+    Communicator *axis = ctx.env ? ctx.env->group(axis_) : nullptr;
+    if (!axis)
+      return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
+    if (axis->size() % copies_ != 0)
+      return kernelError(node_, "group '" + axis_ + "' of " + llvm::Twine(axis->size()) +
+                                    " ranks does not hold runs of " + llvm::Twine(copies_) + " copies");
+    std::string name = axis_ + "/copies" + std::to_string(copies_);
+    std::unique_ptr<Communicator> &group = ctx.env->subgroups[name];
+    if (!group) { // collective over the axis's group: its ranks run the same programs, in order
+      auto made = axis->splitGroup(axis->rank() / static_cast<int>(copies_), axis->rank(), name);
+      if (!made)
+        return made.takeError();
+      group = std::move(*made);
     }
-    return group_->allReduce(y, static_cast<size_t>(out.numel()), DType::F32);
+    return group->allReduce(y, static_cast<size_t>(out.numel()), DType::F32);
   }
 
 private:
@@ -82,7 +83,6 @@ private:
   int64_t copies_, block_;
   bool whole_;
   int64_t outer_ = 1, width_ = 1, inner_ = 1;
-  std::unique_ptr<Communicator> group_;
 };
 
 } // namespace
