@@ -180,9 +180,9 @@ public:
         if (const Node *d = v->definingNode(); d && d->is("Softmax"))
           coveredSoftmax.insert(d);
       for (Node *p : projectionsBehind(search.shared))
-        if (assigned.insert(p).second)
+        if (int64_t kvHeads = headsOf(p, n); assigned.insert(p).second)
           g.coverage.push_back("kv projection " + p->describe() + ": replicated over tp (" +
-                               (headsOf(p, n) > 0 ? std::to_string(headsOf(p, n)) : std::string("its")) +
+                               (kvHeads > 0 ? std::to_string(kvHeads) : std::string("its")) +
                                " kv head(s) for the query heads of every rank: tp=" + std::to_string(tp_) +
                                " does not split the kv heads)");
       assigned.insert(n);
@@ -265,9 +265,8 @@ public:
     const auto forward = forwardNodes(g);
     for (Node *n : g.nodes()) {
       if (n->is("Softmax") && !coveredSoftmax.count(n) && forward.count(n)) {
-        // Scores [.., heads, queries, keys]: heads that do not divide say it all.
-        const Shape &scores = n->output()->type().shape;
-        int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
+        // Heads that do not divide say it all.
+        int64_t heads = scoreHeads(n);
         const Node *row = downstreamProjection(n);
         std::string why = heads > 0 && heads % tp_ != 0
                               ? std::to_string(heads) + " heads do not divide by tp=" + std::to_string(tp_)
@@ -321,8 +320,7 @@ private:
     if (features % tp_ != 0)
       return "its " + std::to_string(features) + " output features do not divide by tp=" + std::to_string(tp_);
     if (const Node *sm = downstreamSoftmax(n)) { // q or k of attention whose heads do not split
-      const Shape &scores = sm->output()->type().shape;
-      int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
+      int64_t heads = scoreHeads(sm);
       if (heads > 0 && heads % tp_ != 0)
         return "it feeds the attention scores at " + sm->describe() + ", whose " + std::to_string(heads) +
                " head(s) do not divide by tp=" + std::to_string(tp_);
@@ -450,6 +448,13 @@ private:
     return true;
   }
 
+  /// The heads of an attention Softmax's scores [.., heads, queries, keys]
+  /// (0 when the scores have no heads dimension).
+  static int64_t scoreHeads(const Node *softmax) {
+    const Shape &scores = softmax->output()->type().shape;
+    return scores.size() >= 4 ? scores[scores.size() - 3] : 0;
+  }
+
   /// The first node `match` takes among those reached from `n` through its
   /// users (breadth first, 64 nodes at most), not going on through projections.
   static const Node *firstDownstream(const Node *n, llvm::function_ref<bool(const Node *)> match) {
@@ -509,8 +514,7 @@ private:
       for (const Value *in : n->inputs())
         if (in && in->definingNode() && in->definingNode()->is("Softmax"))
           sm = in->definingNode();
-    const Shape &scores = sm ? sm->output()->type().shape : Shape{};
-    int64_t heads = scores.size() >= 4 ? scores[scores.size() - 3] : 0;
+    int64_t heads = sm ? scoreHeads(sm) : 0;
     int64_t width = row->input(0)->type().shape.back();
     int64_t headDim = heads > 0 ? width / heads : 0;
     return headDim > 0 ? p->output()->type().shape.back() / headDim : 0;

@@ -386,15 +386,14 @@ static llvm::Error applyTrainableList(Graph &g, const TrainableList &list) {
       continue; // an integer weight keeps the default rule's reason
     std::string reason = "not in " + list.path;
     bool trainable = false;
+    const WeightRef *ref = g.weights.find(n->stringAttr("name", ""));
     for (const std::string &name : weightNames(g, *n))
       if (auto it = listed.find(name); it != listed.end() && !trainable) {
         trainable = true;
         reason = "listed in " + list.path + ":" + std::to_string(it->second) +
                  (name == n->stringAttr("name", "") ? ""
-                  : g.weights.find(n->stringAttr("name", "")) &&
-                          g.weights.find(n->stringAttr("name", ""))->source == name
-                      ? " (as '" + name + "', the initializer it is part of)"
-                      : " (as '" + name + "', the head tied to it)");
+                  : ref && ref->source == name ? " (as '" + name + "', the initializer it is part of)"
+                                               : " (as '" + name + "', the head tied to it)");
       }
     n->setAttr("trainable", Attribute::ofInt(trainable ? 1 : 0));
     n->setAttr("role", Attribute::ofString(reason));
