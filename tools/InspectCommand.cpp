@@ -222,6 +222,7 @@ int inspectMain() {
            gradSums = 0;
     int collectives = 0;
     double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
+    double scratch[rt::kMemoryCategories] = {}; // the kernels' scratch regions (shared by a rank's programs)
     double summedInside = 0; // gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
     double sends = 0;        // partita.Send bytes per run (pipeline edges)
     std::set<int64_t> sendTo; // their stages
@@ -260,8 +261,10 @@ int inspectMain() {
     z.weights = static_cast<double>((*program)->stats().weightBytes);
     z.arena = static_cast<double>((*program)->stats().arenaBytes);
     z.outputs = static_cast<double>((*program)->stats().outputBytes);
-    for (size_t c = 0; c < rt::kMemoryCategories; ++c)
+    for (size_t c = 0; c < rt::kMemoryCategories; ++c) {
       z.kernels[c] = static_cast<double>((*program)->kernelBytes(static_cast<rt::MemoryCategory>(c)));
+      z.scratch[c] = static_cast<double>((*program)->scratchBytes(static_cast<rt::MemoryCategory>(c)));
+    }
     for (const Value *out : (*g)->outputs())
       if ((*program)->deferredInside(out->name()))
         z.summedInside += static_cast<double>(out->type().numel() * static_cast<int64_t>(dtypeSize(out->type().dtype)));
@@ -315,8 +318,10 @@ int inspectMain() {
       if (base != optimizer_io::kStep)
         add(base == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
             (*one)->outputs);
-      for (size_t c = 0; c < rt::kMemoryCategories; ++c)
+      for (size_t c = 0; c < rt::kMemoryCategories; ++c) {
         add(static_cast<rt::MemoryCategory>(c), (*one)->kernels[c]);
+        z.scratch[c] = std::max(z.scratch[c], (*one)->scratch[c]); // the largest program's, as z.arena
+      }
       summedInside += (*one)->summedInside;
       z.weights += (*one)->weights;
       z.arena = std::max(z.arena, (*one)->arena);
@@ -337,6 +342,8 @@ int inspectMain() {
         z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
     }
     add(rt::MemoryCategory::Activations, z.arena);
+    for (size_t c = 0; c < rt::kMemoryCategories; ++c)
+      add(static_cast<rt::MemoryCategory>(c), z.scratch[c]);
     add(rt::MemoryCategory::Activations, inFlightBytes(*plan, r));
     add(rt::MemoryCategory::OptimizerStates, z.moments);
     if (microBatches > 1) // the gradient sums over micro-batches the runtime keeps

@@ -20,7 +20,9 @@ namespace {
 
 enum class Coll { AllReduce, AllGather, ReduceScatter };
 
-/// A collective's staging bytes, charged to the ledger as communication buffers.
+/// A collective's own staging bytes (a deferring reduce-scatter's sums, a
+/// bucket's received parts when its results are not one block), charged to
+/// the ledger as they grow. Packing buffers are scratch (Kernel::scratch).
 class Staging {
 public:
   char *data() { return bytes_.data(); }
@@ -76,13 +78,16 @@ public:
                   n.input(0)->type().dtype == DType::F32;
     if (deferrable_)
       staging_.setCategory(MemoryCategory::Gradients);
+    // The packing buffers are scratch, held until finish() when async; a
+    // deferring reduce-scatter keeps its sums between runs instead.
     if (bucket_ && kind == Coll::ReduceScatter)
-      persistent_ = operands;
+      (deferrable_ ? persistent_ : scratch_) = operands;
     else if (!bucket_ && kind != Coll::AllReduce && outer_ != 1)
-      persistent_ = blockBytes_ * static_cast<size_t>(parts_);
+      scratch_ = blockBytes_ * static_cast<size_t>(parts_);
   }
 
   size_t persistentBytes() const override { return persistent_; }
+  ScratchNeed scratch() const override { return {scratch_, MemoryCategory::Communication}; }
   bool wantsContiguousOutputs() const override { return bucket_; }
   /// A deferring reduce-scatter's staging holds the gradients' sums.
   MemoryCategory persistentCategory() const override {
@@ -124,13 +129,13 @@ public:
       }
       if (outer_ == 1)
         return comm->allGather(in, out, blockElems, dt);
-      staging_.resize(blockBytes_ * parts_);
-      if (auto err = comm->allGather(in, staging_.data(), blockElems, dt))
+      char *staging = static_cast<char *>(ctx.scratch);
+      if (auto err = comm->allGather(in, staging, blockElems, dt))
         return err;
       char *o = static_cast<char *>(out);
       for (int64_t r = 0; r < outer_; ++r)
         for (int64_t p = 0; p < parts_; ++p)
-          std::memcpy(o + (r * parts_ + p) * rowBytes_, staging_.data() + p * blockBytes_ + r * rowBytes_, rowBytes_);
+          std::memcpy(o + (r * parts_ + p) * rowBytes_, staging + p * blockBytes_ + r * rowBytes_, rowBytes_);
       return llvm::Error::success();
     }
     case Coll::ReduceScatter: {
@@ -138,12 +143,12 @@ public:
         return startReduceScatterBucket(ctx, *comm);
       if (outer_ == 1)
         return comm->reduceScatter(in, out, blockElems, dt);
-      staging_.resize(blockBytes_ * parts_);
+      char *staging = static_cast<char *>(ctx.scratch);
       const char *i = static_cast<const char *>(in);
       for (int64_t r = 0; r < outer_; ++r)
         for (int64_t p = 0; p < parts_; ++p)
-          std::memcpy(staging_.data() + p * blockBytes_ + r * rowBytes_, i + (r * parts_ + p) * rowBytes_, rowBytes_);
-      return comm->reduceScatter(staging_.data(), out, blockElems, dt);
+          std::memcpy(staging + p * blockBytes_ + r * rowBytes_, i + (r * parts_ + p) * rowBytes_, rowBytes_);
+      return comm->reduceScatter(staging, out, blockElems, dt);
     }
     }
     return llvm::Error::success();
@@ -223,19 +228,22 @@ private:
 
   /// Several operands split on dimension 0 (ZeRO's flat gradients), or an
   /// async one: every operand's block of rank 0, then of rank 1, ... through
-  /// one staging buffer (the operands' buffers are free once this returns),
-  /// one reduce-scatter into a second, whose parts are unpacked into the
-  /// results (in finish() when async: it runs while the backward goes on).
+  /// one packing buffer (the operands' buffers are free once this returns),
+  /// one reduce-scatter into the results (or a second buffer, unpacked into
+  /// them; in finish() when async: it runs while the backward goes on).
   llvm::Error startReduceScatterBucket(KernelContext &ctx, Communicator &comm) {
     size_t total = 0;
     for (const TensorView &in : ctx.inputs)
       total += in.bytes();
-    staging_.resize(total);
-    // Deferring (ZeRO-1 over micro-batches), the staging buffer keeps this
-    // rank's sum of the whole gradients: added to, not overwritten, after the
-    // first micro-batch; the last one adds its own and reduces the sum.
+    // Deferring (ZeRO-1 over micro-batches), the packing buffer is the
+    // kernel's own and keeps this rank's sum of the whole gradients: added
+    // to, not overwritten, after the first micro-batch; the last one adds its
+    // own and reduces the sum. Otherwise it is the scratch.
+    if (deferrable_)
+      staging_.resize(total);
+    char *packed = deferrable_ ? staging_.data() : static_cast<char *>(ctx.scratch);
     bool add = deferrable_ && summed_;
-    char *dst = staging_.data();
+    char *dst = packed;
     for (int64_t p = 0; p < parts_; ++p)
       for (const TensorView &in : ctx.inputs) {
         size_t block = in.bytes() / static_cast<size_t>(parts_);
@@ -258,7 +266,7 @@ private:
     size_t count = total / static_cast<size_t>(parts_) / elem_;
     DType dt = ctx.inputs[0].dtype;
     if (!async_) {
-      if (auto err = comm.reduceScatter(staging_.data(), into, count, dt))
+      if (auto err = comm.reduceScatter(packed, into, count, dt))
         return err;
       if (!inPlace_)
         unpack(ctx, received_);
@@ -267,7 +275,7 @@ private:
     if (handle_ >= 0)
       return kernelError(node_, "started again before its previous reduce-scatter finished");
     comm_ = &comm;
-    auto h = comm.startReduceScatter(staging_.data(), into, count, dt);
+    auto h = comm.startReduceScatter(packed, into, count, dt);
     if (!h)
       return h.takeError();
     handle_ = *h;
@@ -325,7 +333,8 @@ private:
   int64_t parts_ = 1, outer_ = 1;
   size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
   Staging staging_, received_;
-  size_t persistent_ = 0; // what staging_ and received_ will hold
+  size_t persistent_ = 0; // what staging_ will hold (a deferring reduce-scatter's sums)
+  size_t scratch_ = 0;    // packing bytes (Kernel::scratch)
   bool bucket_ = false;
   bool deferrable_ = false; // a reduce-scatter that sums deferred micro-batches in staging_
   bool summed_ = false;     // staging_ holds deferred micro-batches' sums

@@ -162,15 +162,14 @@ public:
       // (reference implementation) A is first packed row-major, and B copied
       // into the blocked layout every run.
       if (llvm::StringRef(pd.impl_info_str()).startswith("ref") && !isRowMajor(ad, ast)) {
-        auto packed = plainDesc(ad, rowMajorStrides(ad), a.type);
-        k->aPack_ = dnnl::reorder(dnnl::memory(k->aDesc_, engine), dnnl::memory(packed, engine));
-        k->aPacked_ = dnnl::memory(packed, engine);
-        k->aPackedCharge_.resize(packed.get_size());
-        pd = build(packed);
+        k->aPackedDesc_ = plainDesc(ad, rowMajorStrides(ad), a.type);
+        k->aPack_ = dnnl::reorder(dnnl::memory(k->aDesc_, engine), dnnl::memory(k->aPackedDesc_, engine));
+        pd = build(k->aPackedDesc_);
       }
+      bool packsA = k->aPackedDesc_.get_size() != 0;
       if (llvm::StringRef(pd.impl_info_str()).startswith("ref") && !blockedB && !isRowMajor(bd, bst)) {
         k->bEveryRun_ = blockedB = true;
-        pd = build(k->aPacked_ ? k->aPacked_.get_desc() : k->aDesc_);
+        pd = build(packsA ? k->aPackedDesc_ : k->aDesc_);
       }
       if (!o.outPerm.empty() && llvm::StringRef(pd.impl_info_str()).startswith("ref"))
         return kernelError(n, "oneDNN has no optimized matmul writing this transposed result");
@@ -184,22 +183,33 @@ public:
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
+  /// A constant B's blocked copy, made once.
   size_t persistentBytes() const override {
-    return aPackedCharge_.bytes() + (bPrimDesc_ != bDesc_ ? bPrimDesc_.get_size() : 0);
+    return bPrimDesc_ != bDesc_ && !bEveryRun_ ? bPrimDesc_.get_size() : 0;
+  }
+  /// A's row-major packing and a per-run blocked copy of B: scratch.
+  ScratchNeed scratch() const override {
+    return {aPackedBytes() + (bPrimDesc_ != bDesc_ && bEveryRun_ ? bPrimDesc_.get_size() : 0),
+            MemoryCategory::Workspace};
   }
 
   llvm::Error run(KernelContext &ctx) override {
     const auto &engine = dnnlEngine();
     dnnl::memory src(aDesc_, engine, ctx.inputs[0].data);
-    if (aPacked_) {
-      aPack_.execute(dnnlStream(), src, aPacked_);
-      src = aPacked_;
+    if (aPackedBytes()) {
+      dnnl::memory packed(aPackedDesc_, engine, ctx.scratch);
+      aPack_.execute(dnnlStream(), src, packed);
+      src = packed;
     }
     dnnl::memory weights(bDesc_, engine, ctx.inputs[1].data);
-    if (bPrimDesc_ != bDesc_) {
+    if (bPrimDesc_ != bDesc_ && bEveryRun_) { // into the scratch, after A's packing
+      dnnl::memory blocked(bPrimDesc_, engine, static_cast<char *>(ctx.scratch) + aPackedBytes());
+      dnnl::reorder(weights, blocked).execute(dnnlStream(), weights, blocked);
+      weights = blocked;
+    } else if (bPrimDesc_ != bDesc_) {
       // Constant weights: reorder once into the primitive's layout; again only
       // if the program hands us a different buffer or new weight values.
-      if (bEveryRun_ || reorderedFrom_ != ctx.inputs[1].data || reorderedVersion_ != ctx.weightsVersion) {
+      if (reorderedFrom_ != ctx.inputs[1].data || reorderedVersion_ != ctx.weightsVersion) {
         if (!reordered_) {
           reordered_ = dnnl::memory(bPrimDesc_, engine);
           reorderedCharge_.resize(bPrimDesc_.get_size());
@@ -221,10 +231,14 @@ public:
 private:
   MatMulKernel() = default;
   dnnl::matmul prim_;
-  dnnl::memory::desc aDesc_, bDesc_, bPrimDesc_, cDesc_, biasDesc_;
+  /// A's packing, rounded up so that B's blocked copy after it stays aligned.
+  size_t aPackedBytes() const {
+    return (aPackedDesc_.get_size() + Device::alignment() - 1) / Device::alignment() * Device::alignment();
+  }
+  dnnl::memory::desc aDesc_, aPackedDesc_, bDesc_, bPrimDesc_, cDesc_, biasDesc_;
   dnnl::reorder aPack_;
-  dnnl::memory aPacked_, reordered_;
-  MemoryCharge aPackedCharge_{MemoryCategory::Workspace, 0}, reorderedCharge_{MemoryCategory::Workspace, 0};
+  dnnl::memory reordered_;
+  MemoryCharge reorderedCharge_{MemoryCategory::Workspace, 0};
   const void *reorderedFrom_ = nullptr;
   uint64_t reorderedVersion_ = 0;
   bool hasBias_ = false, bEveryRun_ = false;
@@ -236,9 +250,11 @@ public:
   GemmKernel(std::unique_ptr<Kernel> mm, float beta, Shape cShape, Shape outShape)
       : mm_(std::move(mm)), beta_(beta), c_(std::move(cShape)), out_(std::move(outShape)) {}
   size_t persistentBytes() const override { return mm_->persistentBytes(); }
+  ScratchNeed scratch() const override { return mm_->scratch(); }
   llvm::Error run(KernelContext &ctx) override {
     std::vector<TensorView> abIns(ctx.inputs.begin(), ctx.inputs.begin() + 2);
     KernelContext inner{ctx.device, abIns, ctx.outputs, ctx.env, ctx.weightsVersion};
+    inner.scratch = ctx.scratch;
     if (auto err = mm_->run(inner))
       return err;
     if (ctx.inputs.size() < 3 || !ctx.inputs[2].data)

@@ -1,5 +1,6 @@
 //===- Program.cpp --------------------------------------------------------===//
 #include "runtime/executor/Program.h"
+#include "runtime/executor/Scratch.h"
 #include "runtime/executor/FusionPlan.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include "llvm/ADT/DenseMap.h"
@@ -244,6 +245,8 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       slot.home = root.home;
       slot.index = root.index;
     }
+  for (const Step &step : p->steps_)
+    p->scratchLayout_.add(step.kernel->scratch(), step.kernel->isAsync());
   p->stats_.arenaBytes = plan.arenaBytes;
   p->stats_.lowerBoundBytes = plan.lowerBoundBytes; // the arena is made at the first run or by shareArena
   p->outputsOfSlot_.resize(p->slots_.size());
@@ -268,9 +271,12 @@ llvm::Error Program::shareArena(llvm::ArrayRef<Program *> others) {
     arena_ = std::move(*arena);
     arenaBytes_ = bytes;
   }
+  if (!scratch_)
+    scratch_ = std::make_shared<ScratchMemory>(device_);
   for (Program *o : others) {
     o->arena_ = arena_;
     o->arenaBytes_ = arenaBytes_;
+    o->scratch_ = scratch_;
   }
   return llvm::Error::success();
 }
@@ -388,6 +394,10 @@ llvm::Error Program::allocateRunBuffers() {
       at += outputBufferBytes_[b];
     }
   }
+  if (!scratch_)
+    scratch_ = std::make_shared<ScratchMemory>(device_);
+  if (auto err = scratch_->reserve(scratchLayout_))
+    return err;
   if (stats_.arenaBytes > arenaBytes_) {
     auto arena = allocateArena(device_, stats_.arenaBytes);
     if (!arena)
@@ -456,13 +466,42 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
   std::vector<TensorView> ins, outs;
   std::vector<InFlight> inFlight;
   std::vector<int> inFlightOf(slots_.size(), -1); // slot -> index into inFlight, -1 when done
+  // The async scratch slots of each category (Scratch.h): which in-flight step holds each (-1: free).
+  std::array<std::array<int, ScratchLayout::kAsyncSlots>, kMemoryCategories> slotHolder;
+  for (auto &holders : slotHolder)
+    holders.fill(-1);
   auto finishSlot = [&](int id) -> llvm::Error {
     int k = inFlightOf[id];
     if (k < 0)
       return llvm::Error::success();
     for (int out : steps_[inFlight[k].step].outputs)
       inFlightOf[out] = -1;
+    for (auto &holders : slotHolder)
+      std::replace(holders.begin(), holders.end(), k, -1);
     return finish(inFlight[k]);
+  };
+  // The scratch of step `si`: the blocking part, or a free async slot (the
+  // oldest holder finished first when none is free).
+  auto scratchFor = [&](size_t si, void *&at) -> llvm::Error {
+    ScratchNeed need = steps_[si].kernel->scratch();
+    at = nullptr;
+    if (!need.bytes)
+      return llvm::Error::success();
+    char *region = static_cast<char *>(scratch_->region(need.category));
+    if (!steps_[si].kernel->isAsync()) {
+      at = region + scratchLayout_.blockingOffset();
+      return llvm::Error::success();
+    }
+    auto &holders = slotHolder[static_cast<size_t>(need.category)];
+    auto free = std::find(holders.begin(), holders.end(), -1);
+    if (free == holders.end()) {
+      free = std::min_element(holders.begin(), holders.end());
+      if (auto err = finishSlot(steps_[inFlight[*free].step].outputs[0]))
+        return err;
+    }
+    *free = static_cast<int>(inFlight.size()); // the index its InFlight entry gets
+    at = region + scratchLayout_.slotOffset(need.category, static_cast<int>(free - holders.begin()));
+    return llvm::Error::success();
   };
   // A failed run still finishes what it started: MPI must not write into
   // buffers the next run (or a destroyed kernel) owns.
@@ -497,6 +536,8 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       outs.push_back(v);
     }
     KernelContext ctx{device_, ins, outs, env_, weightsVersion_};
+    if (auto err = scratchFor(si, ctx.scratch))
+      return abandon(std::move(err));
     if (step.kernel->isAsync()) {
       ctx.deferReductions = deferReductions_;
       ctx.addends = si < stepAddends_.size() ? &stepAddends_[si] : nullptr;
@@ -508,7 +549,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     if (observed && !step.kernel->isAsync())
       onCollective_(*step.node, start, start, std::chrono::steady_clock::now());
     if (step.kernel->isAsync()) {
-      inFlight.push_back(InFlight{si, ins, outs, start});
+      inFlight.push_back(InFlight{si, ins, outs, start, ctx.scratch});
       for (int id : step.outputs)
         inFlightOf[id] = static_cast<int>(inFlight.size() - 1);
       if (!overlapCollectives_)
@@ -550,6 +591,7 @@ llvm::Error Program::finish(InFlight &f) {
   const Step &step = steps_[f.step];
   KernelContext ctx{device_, f.inputs, f.outputs, env_, weightsVersion_};
   ctx.deferReductions = deferReductions_;
+  ctx.scratch = f.scratch;
   bool observed = onCollective_ && isCollective(*step.node);
   auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   if (auto err = step.kernel->finish(ctx))

@@ -11,6 +11,7 @@
 #include "compiler/ir/Graph.h"
 #include "runtime/core/MemoryLedger.h"
 #include "runtime/executor/MemoryPlanner.h"
+#include "runtime/executor/Scratch.h"
 #include "runtime/kernels/Kernel.h"
 #include "llvm/ADT/StringMap.h"
 #include <chrono>
@@ -75,6 +76,9 @@ public:
   /// communication; reordered weights: workspace): what they charge to the
   /// ledger once they have run.
   size_t kernelBytes(MemoryCategory c) const;
+  /// The scratch the kernels need of category `c` (Scratch.h): a rank
+  /// holds the largest over the programs sharing its arena.
+  size_t scratchBytes(MemoryCategory c) const { return scratchLayout_.bytes(c); }
 
   /// The device buffer of a weight or constant, by value name (nullptr if
   /// none): training writes updated parameters here between steps.
@@ -93,7 +97,8 @@ public:
   /// theirs: programs that never run at the same time (a training step's
   /// forward, backward and optimizer programs) need one arena, not one each.
   /// An arena holds only a run's intermediates (outputs have buffers of
-  /// their own), so nothing in it outlives a run. Same device only.
+  /// their own), so nothing in it outlives a run. Same device only. They
+  /// share the kernels' scratch regions the same way (Scratch.h).
   llvm::Error shareArena(llvm::ArrayRef<Program *> others);
 
   /// Called during run() as soon as graph output `index` is computed (e.g. to
@@ -186,6 +191,8 @@ private:
   MemoryCategory outputCategory_ = MemoryCategory::Activations;
   llvm::Error allocateRunBuffers(); // the output buffers and the arena: what a run needs that load does not make
   std::shared_ptr<void> arena_; // shared with the programs of shareArena; made at the first run
+  ScratchLayout scratchLayout_;            // where each kernel's scratch lies (Scratch.h)
+  std::shared_ptr<ScratchMemory> scratch_; // shared like the arena; grown at a run to this layout
   size_t arenaBytes_ = 0;
   std::vector<InputSpec> inputSpecs_;
   std::vector<void *> boundInputs_;
@@ -200,6 +207,7 @@ private:
     size_t step;
     std::vector<TensorView> inputs, outputs;
     std::chrono::steady_clock::time_point started; // for the collective observer
+    void *scratch = nullptr;                        // its async scratch slot, held until finish
   };
   llvm::Error finish(InFlight &f);
   std::function<void(size_t, const TensorView &)> onOutput_;

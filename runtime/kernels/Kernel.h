@@ -32,6 +32,19 @@ struct KernelContext {
   /// reducing: the partial sums of the micro-batches deferred before.
   bool deferReductions = false;
   const std::vector<const void *> *addends = nullptr;
+  /// The kernel's scratch (its scratch().bytes of device memory, aligned),
+  /// valid while run() works and, for an async kernel, until its finish().
+  void *scratch = nullptr;
+};
+
+/// Memory a kernel needs only while it works (a collective's packing buffer,
+/// a per-run blocked copy of an operand), as opposed to bytes it keeps.
+/// The executor hands it out from scratch regions that the programs of one
+/// training loop share (Program::shareArena): a rank pays for the largest
+/// need, not the sum over its kernels.
+struct ScratchNeed {
+  size_t bytes = 0;
+  MemoryCategory category = MemoryCategory::Workspace;
 };
 
 class Kernel {
@@ -52,6 +65,10 @@ public:
   /// them; known at creation, so `partita inspect` predicts them.
   virtual size_t persistentBytes() const { return 0; }
   virtual MemoryCategory persistentCategory() const { return MemoryCategory::Workspace; }
+  /// Scratch (see ScratchNeed), known at creation; KernelContext::scratch
+  /// points to it during run() (and until finish() for an async kernel,
+  /// which holds it while its communication is in flight).
+  virtual ScratchNeed scratch() const { return {}; }
   /// Whether the kernel's results should lie back to back in one block (a
   /// collective's bucket then reduces in place, with no staging copy); the
   /// executor lays out a step's own output buffers so when it can.
