@@ -14,7 +14,11 @@
 //
 // ZeRO-2's reduce-scatters of flat gradients are bucketed the same way (one
 // partita.ReduceScatter of several 1-D operands, async; a bucket holds one
-// kind). All-reduces another node reads (the loss's token counts), reductions by max
+// kind), and ZeRO-1/2's all-gathers of the updated parameters' shards in
+// buckets of allgather-bucket-mb (DeepSpeed's allgather_bucket_size; one
+// partita.AllGather of several 1-D operands: fewer, larger calls for the
+// many small biases and norms; not async, the step ends with them).
+// All-reduces another node reads (the loss's token counts), reductions by max
 // and other axes are left alone. A single all-reduce larger than a bucket is
 // a bucket of its own; a bucket never mixes operands of two programs
 // (split-programs' tags: the loss is the forward's, the gradients the
@@ -24,7 +28,9 @@
 #include "passes/SplitPrograms.h"
 #include "passes/Passes.h"
 #include "passes/SplitPipeline.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include <algorithm>
 #include <map>
 
 namespace partita {
@@ -43,6 +49,13 @@ public:
       if (value.getAsDouble(mb) || !(mb >= 0))
         return passError(name(), "option bucket-mb expects a number >= 0, got '" + value + "'");
       bucketBytes_ = static_cast<size_t>(mb * 1e6);
+      return llvm::Error::success();
+    }
+    if (key == "allgather-bucket-mb") {
+      double mb;
+      if (value.getAsDouble(mb) || !(mb >= 0))
+        return passError(name(), "option allgather-bucket-mb expects a number >= 0, got '" + value + "'");
+      gatherBucketBytes_ = static_cast<size_t>(mb * 1e6);
       return llvm::Error::success();
     }
     return Pass::setOption(key, value);
@@ -66,16 +79,26 @@ public:
       bool same = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype &&
                   buckets.back().front()->op() == n->op() && programOf(*buckets.back().front()) == programOf(*n) &&
                   producerStage(*buckets.back().front()) == producerStage(*n);
-      if (buckets.empty() || !same || (bytes > 0 && bytes + size > bucketBytes_)) {
+      size_t limit = n->is("AllGather", "partita") ? gatherBucketBytes_ : bucketBytes_;
+      if (buckets.empty() || !same || (bytes > 0 && bytes + size > limit)) {
         buckets.emplace_back();
         bytes = 0;
       }
       buckets.back().push_back(n);
       bytes += size;
     }
-    // Each bucket's node takes the place of its last member.
+    // Each bucket's node takes the place of its last member; an all-gather
+    // bucket's readers (candidate()) move right after it.
     std::map<Node *, Node *> placeOf;
+    std::map<Node *, std::vector<Node *>> readersAfter;
+    llvm::DenseSet<const Node *> moved;
+    llvm::DenseMap<const Node *, size_t> position;
+    for (size_t i = 0; i < order.size(); ++i)
+      position[order[i]] = i;
     for (const auto &members : buckets) {
+      bool gather = members.front()->is("AllGather", "partita");
+      if (gather && members.size() == 1)
+        continue; // a parameter as large as a bucket: gathered as it was, into its result
       std::vector<Value *> operands;
       std::vector<std::string> names;
       for (Node *m : members) {
@@ -85,11 +108,18 @@ public:
       Node *b = g.createNode(members.front()->op(), operands, names, "partita");
       for (const auto &attr : members.front()->attrs())
         b->setAttr(attr.first, attr.second);
-      b->setAttr("async", Attribute::ofInt(1));
+      if (!gather)
+        b->setAttr("async", Attribute::ofInt(1));
       if (std::string p = programOf(*members.front()); p != kForwardProgram)
         b->setAttr(optimizer_io::kProgramAttr, Attribute::ofString(p));
       if (int64_t stage = producerStage(*members.front()); stage >= 0)
         b->setAttr(kStageAttr, Attribute::ofInt(stage));
+      std::vector<Node *> &readers = readersAfter[b];
+      for (Node *m : members)
+        for (Node *u : m->output()->users())
+          if (moved.insert(u).second)
+            readers.push_back(u);
+      std::sort(readers.begin(), readers.end(), [&](Node *x, Node *y) { return position[x] < position[y]; });
       for (size_t i = 0; i < members.size(); ++i) {
         b->output(i)->type() = members[i]->output()->type();
         b->output(i)->sharding() = members[i]->output()->sharding();
@@ -99,35 +129,60 @@ public:
     }
     llvm::DenseSet<const Node *> members;
     for (const auto &bucket : buckets)
-      members.insert(bucket.begin(), bucket.end());
+      if (placeOf.count(bucket.back()))
+        members.insert(bucket.begin(), bucket.end());
     std::vector<Node *> newOrder;
     for (Node *n : order) {
-      if (auto it = placeOf.find(n); it != placeOf.end())
+      if (auto it = placeOf.find(n); it != placeOf.end()) {
         newOrder.push_back(it->second);
-      else if (!members.count(n))
+        const std::vector<Node *> &readers = readersAfter[it->second];
+        newOrder.insert(newOrder.end(), readers.begin(), readers.end());
+      } else if (!members.count(n) && !moved.count(n))
         newOrder.push_back(n);
     }
     for (const auto &members : buckets)
-      for (Node *m : members)
-        g.eraseNode(m);
+      if (placeOf.count(members.back()))
+        for (Node *m : members)
+          g.eraseNode(m);
     g.setOrder(newOrder);
     return llvm::Error::success();
   }
 
 private:
   std::string axis_ = "dp";
-  size_t bucketBytes_ = 25'000'000; // DDP's default bucket_cap_mb
+  size_t bucketBytes_ = 25'000'000;       // DDP's default bucket_cap_mb
+  size_t gatherBucketBytes_ = 25'000'000; // the same for ZeRO's parameter all-gathers
 
 
   /// The pipeline stage of a collective (a bucket never spans two stages;
   /// -1: no pipeline).
   static int64_t producerStage(const Node &n) { return n.intAttr(kStageAttr, -1); }
 
+  /// Whether `v` is a graph output, or read only by nodes of that one operand
+  /// whose results are graph outputs read by none (the UnflattenShards of a
+  /// ZeRO step): they can follow a bucket placed later than `v`'s producer.
+  static bool onlyLeafReaders(const Graph &g, const Value &v) {
+    if (v.users().empty())
+      return g.isGraphOutput(&v);
+    for (const Node *u : v.users()) {
+      if (u->numInputs() != 1)
+        return false;
+      for (const Value *out : u->outputs())
+        if (!out->users().empty() || !g.isGraphOutput(out))
+          return false;
+    }
+    return true;
+  }
+
   /// A sum over the axis whose result no node reads (only graph outputs):
   /// an all-reduce, or a reduce-scatter of a 1-D value (ZeRO-2's flat gradients).
   bool candidate(const Graph &g, const Node &n) const {
-    if (n.numInputs() != 1 || n.stringAttr("axis", "") != axis_ || !n.output()->users().empty() ||
-        !g.isGraphOutput(n.output()))
+    if (n.numInputs() != 1 || n.stringAttr("axis", "") != axis_)
+      return false;
+    if (n.is("AllGather", "partita")) // ZeRO-1/2's updated parameters (ZeRO-3's are read by the forward)
+      return gatherBucketBytes_ > 0 && n.input(0)->type().rank() == 1 && n.intAttr("dim", 0) == 0 &&
+             n.intAttr("outer", 1) == 1 && n.intAttr("async", 0) == 0 && onlyLeafReaders(g, *n.output());
+    if (!n.output()->users().empty() || !g.isGraphOutput(n.output()))
       return false;
     if (n.is("AllReduce", "partita"))
       return n.stringAttr("reduce", "sum") == "sum";
@@ -139,13 +194,16 @@ private:
 } // namespace
 
 PassInfo coalesceCollectivesPass() {
-  return {"coalesce-collectives", "Group output all-reduces over an axis into async buckets",
+  return {"coalesce-collectives", "Group output all-reduces, reduce-scatters and all-gathers over an axis into buckets",
           "Replaces the sum all-reduces over `axis` whose results are only graph outputs (weight "
           "gradients under data parallelism) by one multi-operand partita.AllReduce {async = 1} per bucket "
           "of about bucket-mb megabytes, in production order, each placed where its last operand is "
-          "computed. Other collectives are left alone.",
+          "computed; likewise 1-D reduce-scatters (ZeRO-2's gradients), and 1-D all-gathers whose results "
+          "are only graph outputs (ZeRO-1/2's updated parameters) in blocking buckets of allgather-bucket-mb. "
+          "Other collectives are left alone.",
           "axis=string (dp): the mesh axis; bucket-mb=number (25): bucket size in megabytes (0: one "
-          "all-reduce per result, still async)",
+          "all-reduce per result, still async); allgather-bucket-mb=number (25): the all-gathers' (0: "
+          "leave them alone)",
           [] { return std::make_unique<CoalesceCollectives>(); }};
 }
 

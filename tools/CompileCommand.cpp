@@ -115,6 +115,12 @@ static cl::opt<double> bucketMb("bucket-mb",
                                          "many megabytes, each started as soon as its last gradient is computed "
                                          "(DDP's bucket_cap_mb; 0: one all-reduce per gradient)"),
                                 cl::init(25.0), cl::sub(compileCmd));
+static cl::opt<double> allgatherBucketMb(
+    "allgather-bucket-mb",
+    cl::desc("ZeRO-1/2: the updated parameters' shards are all-gathered over dp in buckets of about this many "
+             "megabytes (DeepSpeed's allgather_bucket_size; a parameter larger than a bucket is gathered alone, "
+             "with no staging copy; 0: one all-gather per parameter)"),
+    cl::init(25.0), cl::sub(compileCmd));
 static cl::opt<int64_t> zero3Prefetch("zero3-prefetch-elements",
                                       cl::desc("ZeRO-3: start each parameter's all-gather early, so that up to this "
                                                "many gathered elements are in flight ahead of their use "
@@ -323,8 +329,9 @@ static llvm::Error compile(llvm::StringRef dir) {
   for (const auto *beta : {&adamBeta1, &adamBeta2})
     if (!(beta->getValue() >= 0 && beta->getValue() < 1))
       return fail("--" + beta->ArgStr + " " + formatNumber(beta->getValue()) + ": must be in [0, 1)");
-  if (!(bucketMb >= 0) || !std::isfinite(bucketMb))
-    return fail("--bucket-mb " + formatNumber(bucketMb) + ": must be a finite number >= 0");
+  for (const auto *mb : {&bucketMb, &allgatherBucketMb})
+    if (!(mb->getValue() >= 0) || !std::isfinite(mb->getValue()))
+      return fail("--" + mb->ArgStr + " " + formatNumber(mb->getValue()) + ": must be a finite number >= 0");
   if (!(adamEps > 0) || !std::isfinite(adamEps))
     return fail("--adam-eps " + formatNumber(adamEps) + ": must be a finite number > 0");
   ImportOptions opts;
@@ -470,7 +477,8 @@ static llvm::Error compile(llvm::StringRef dir) {
     std::string zeroPass = zero > 0 ? "zero-partition{" + zeroOptions + "}," : "";
     if (auto err = dpm.addPipeline("data-parallel{axis=dp}," + zeroPass +
                                    "insert-collectives,cse,dce,coalesce-collectives{axis=dp,bucket-mb=" +
-                                   formatNumber(bucketMb) + "}"))
+                                   formatNumber(bucketMb) + ",allgather-bucket-mb=" +
+                                   formatNumber(allgatherBucketMb) + "}"))
       return err;
     if (auto err = dpm.run(g))
       return err;

@@ -166,6 +166,8 @@ void mapZero(const Section &top, const DsContext &ctx) {
   std::optional<int64_t> stage = z.integer("stage", 0, 3, "an integer 0-3");
   std::optional<int64_t> bucket =
       z.integer("reduce_bucket_size", 0, std::numeric_limits<int64_t>::max() / 8, "an integer >= 0 (elements)");
+  std::optional<int64_t> gatherBucket =
+      z.integer("allgather_bucket_size", 0, std::numeric_limits<int64_t>::max() / 8, "an integer >= 0 (elements)");
   std::optional<bool> overlap = z.boolean("overlap_comm");
   if (ctx.tool == DsTool::Launch) {
     // Partita overlaps the gradient all-reduces with the backward by default.
@@ -179,6 +181,9 @@ void mapZero(const Section &top, const DsContext &ctx) {
   // the gradients are fp32, 4 bytes an element.
   if (bucket)
     r.set("bucket-mb", flagNumber(static_cast<double>(*bucket) * 4 / 1e6), z.path("reduce_bucket_size"));
+  if (gatherBucket) // counted the same way
+    r.set("allgather-bucket-mb", flagNumber(static_cast<double>(*gatherBucket) * 4 / 1e6),
+          z.path("allgather_bucket_size"));
   // Stage 3's prefetch and persistence, in elements as DeepSpeed counts them;
   // they mean nothing at another stage (DeepSpeed ignores them there too).
   constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 8;
@@ -191,7 +196,8 @@ void mapZero(const Section &top, const DsContext &ctx) {
     if (persist)
       r.set("zero3-persistence-threshold", std::to_string(*persist), z.path("stage3_param_persistence_threshold"));
   }
-  z.notImplementedExcept({"stage", "reduce_bucket_size", "overlap_comm", "stage3_prefetch_bucket_size",
+  z.notImplementedExcept({"stage", "reduce_bucket_size", "allgather_bucket_size", "overlap_comm",
+                          "stage3_prefetch_bucket_size",
                           "stage3_param_persistence_threshold"});
 }
 

@@ -122,7 +122,9 @@ static double commBytes(const Node &n) {
   double in = 0; // a bucketed all-reduce reduces all its operands
   for (const Value *v : n.inputs())
     in += static_cast<double>(v->type().numel() * dtypeSize(v->type().dtype));
-  double out = static_cast<double>(n.output()->type().numel() * dtypeSize(n.output()->type().dtype));
+  double out = 0; // a bucketed all-gather gathers all its operands
+  for (const Value *v : n.outputs())
+    out += static_cast<double>(v->type().numel() * dtypeSize(v->type().dtype));
   if (n.op() == "AllReduce")
     return 2 * (parts - 1) / parts * in;
   if (n.op() == "AllGather")

@@ -5,7 +5,8 @@
 //                                               several operands: one bucket (coalesce-collectives),
 //                                               result i is operand i reduced; async = 1: the
 //                                               runtime may finish it as late as its first reader
-//   partita.AllGather(x)     {axis, dim}        Split(dim) -> Replicated
+//   partita.AllGather(x...)  {axis, dim}        Split(dim) -> Replicated; several 1-D operands
+//                                               gathered on dim 0: one bucket (coalesce-collectives)
 //   partita.ReduceScatter(x...) {axis, dim, async}  Partial -> Split(dim); several 1-D operands
 //                                               split on dim 0: one bucket (coalesce-collectives)
 //   partita.ShardSlice(x)    {axis, dim}        Replicated -> Split(dim), no communication
@@ -82,7 +83,7 @@ void registerCommOps(OpRegistry &r) {
                                       return llvm::Error::success();
                                     },
                                     {}, 1, 1});
-  r.add("partita.AllGather", commOp(+1));
+  r.add("partita.AllGather", commOp(+1, /*variadic=*/true));
   r.add("partita.ReduceScatter", commOp(-1, /*variadic=*/true));
   r.add("partita.ShardSlice", commOp(-1));
   r.add("partita.Send", OpInfo{[](const InferContext &, std::vector<TensorType> &o) -> llvm::Error {

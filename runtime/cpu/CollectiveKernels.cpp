@@ -5,6 +5,7 @@
 //   AllGather(dim):     [outer, l, inner] per rank -> [p][outer, l, inner] -> [outer, p*l, inner]
 //   ReduceScatter(dim): [outer, p*l, inner] -> [p][outer, l, inner] -> reduce block `rank`
 //   ReduceScatter(x1, x2, ..) (a bucket, dim 0): [p][x1 block, x2 block, ..] -> reduce block `rank`
+//   AllGather(x1, x2, ..) (a bucket, dim 0):     [x1, x2, ..] per rank -> [p][x1, x2, ..] -> each result [p][xi]
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/comm/Communicator.h"
@@ -82,13 +83,15 @@ public:
     // deferring reduce-scatter keeps its sums between runs instead.
     if (bucket_ && kind == Coll::ReduceScatter)
       (deferrable_ ? persistent_ : scratch_) = operands;
+    else if (bucket_ && kind == Coll::AllGather) // this rank's blocks packed, then everyone's
+      scratch_ = operands + operands * static_cast<size_t>(parts_);
     else if (!bucket_ && kind != Coll::AllReduce && outer_ != 1)
       scratch_ = blockBytes_ * static_cast<size_t>(parts_);
   }
 
   size_t persistentBytes() const override { return persistent_; }
   ScratchNeed scratch() const override { return {scratch_, MemoryCategory::Communication}; }
-  bool wantsContiguousOutputs() const override { return bucket_; }
+  bool wantsContiguousOutputs() const override { return bucket_ && kind_ != Coll::AllGather; }
   /// A deferring reduce-scatter's staging holds the gradients' sums.
   MemoryCategory persistentCategory() const override {
     return deferrable_ ? MemoryCategory::Gradients : MemoryCategory::Communication;
@@ -117,6 +120,8 @@ public:
     case Coll::AllReduce:
       return startAllReduce(ctx, *comm);
     case Coll::AllGather: {
+      if (bucket_)
+        return allGatherBucket(ctx, *comm);
       if (outer_ == 1 && async_) { // ZeRO-3's prefetch: started here, finished when first read
         if (handle_ >= 0)
           return kernelError(node_, "started again before its previous all-gather finished");
@@ -282,6 +287,30 @@ private:
     return llvm::Error::success();
   }
 
+  /// Several operands gathered on dimension 0 (ZeRO's updated parameter
+  /// shards): this rank's operands packed back to back, one all-gather of
+  /// them, each rank's part unpacked into the results (both in the scratch).
+  llvm::Error allGatherBucket(KernelContext &ctx, Communicator &comm) {
+    size_t mine = 0;
+    char *packed = static_cast<char *>(ctx.scratch);
+    for (const TensorView &in : ctx.inputs) {
+      std::memcpy(packed + mine, in.data, in.bytes());
+      mine += in.bytes();
+    }
+    char *gathered = packed + mine;
+    if (auto err = comm.allGather(packed, gathered, mine / elem_, ctx.inputs[0].dtype))
+      return err;
+    for (int64_t p = 0; p < parts_; ++p) {
+      const char *from = gathered + static_cast<size_t>(p) * mine;
+      for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+        size_t block = ctx.inputs[i].bytes();
+        std::memcpy(static_cast<char *>(ctx.outputs[i].data) + static_cast<size_t>(p) * block, from, block);
+        from += block;
+      }
+    }
+    return llvm::Error::success();
+  }
+
   static void addFloats(float *dst, const float *src, size_t n) {
 #pragma omp parallel for if (n > (1 << 16))
     for (size_t k = 0; k < n; ++k)
@@ -356,9 +385,16 @@ void registerCollectiveKernels(KernelRegistry &r) {
         for (const Value *in : n.inputs())
           if (normalizeAxis(n.intAttr("dim", 0), in->type().rank()) != 0 || n.intAttr("outer", 1) != 1)
             return kernelError(n, "a bucketed or async reduce-scatter splits its operands on dimension 0");
+      if (n.is("AllGather", "partita") && n.numInputs() > 1) {
+        if (n.intAttr("async", 0))
+          return kernelError(n, "a bucketed all-gather is blocking (async is for a single prefetched weight)");
+        for (const Value *in : n.inputs())
+          if (normalizeAxis(n.intAttr("dim", 0), in->type().rank()) != 0 || n.intAttr("outer", 1) != 1)
+            return kernelError(n, "a bucketed all-gather gathers its operands on dimension 0");
+      }
       for (size_t i = 1; i < n.numInputs(); ++i)
         if (!n.input(i) || n.input(i)->type().dtype != n.input(0)->type().dtype)
-          return kernelError(n, "the operands of a bucketed all-reduce must share one element type");
+          return kernelError(n, "the operands of a bucket must share one element type");
       return std::unique_ptr<Kernel>(new CollectiveKernel(n, k));
     });
   }

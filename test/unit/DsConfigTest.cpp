@@ -298,14 +298,16 @@ TEST(DsConfig, SchedulesPartitaCannotRunAreErrors) {
 
 TEST(DsConfig, CompileIgnoresLaunchKeysAndLaunchIgnoresCompileKeys) {
   std::string json = R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 0}},
-                         "zero_optimization": {"allgather_bucket_size": 5e8}})";
+                         "zero_optimization": {"contiguous_gradients": true, "allgather_bucket_size": 5e8}})";
   DsMapping c = resolved(json, compileCtx());
   ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_EQ(c.warnings[0], "ds-config key 'zero_optimization.allgather_bucket_size' is not implemented; ignored");
+  EXPECT_EQ(c.warnings[0], "ds-config key 'zero_optimization.contiguous_gradients' is not implemented; ignored");
   EXPECT_FALSE(flagsOf(c).count("lr-schedule"));
+  // DeepSpeed's default all-gather bucket, 5e8 elements of 4 bytes: 2000 MB.
+  EXPECT_EQ(flagsOf(c)["allgather-bucket-mb"], "2000");
   DsMapping l = resolved(json, launchCtx());
   for (const std::string &w : l.warnings)
-    EXPECT_EQ(w.find("allgather"), std::string::npos) << w;
+    EXPECT_EQ(w.find("contiguous"), std::string::npos) << w;
 }
 
 // The settings land on the flags of a subcommand unless the command line gave them.
