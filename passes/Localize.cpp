@@ -5,7 +5,10 @@
 // bytes are read), local slices become ONNX Slices with this rank's offsets,
 // Reshape targets are rewritten to local shapes (heads/tp), vocab-parallel
 // embedding lookups become masked lookups of this rank's rows, flat shard
-// buffers hold the rank's own blocks, and collectives learn their group size. The rank is given by its coordinates on
+// buffers hold the rank's own blocks, and collectives learn their group size. Slices along the
+// axes of runtime-slices (compile: dp) stay partita.ShardSlice with their group size, taken at run
+// time by the rank's place in the axis's group: the ranks along the axis then run the same program.
+// The rank is given by its coordinates on
 // every mesh axis (coords=dp:1,tp:0) or its row-major number (rank=k); a value
 // split over several axes gets the block they index together. The result
 // carries no shardings and no mesh: a plain ONNX program plus partita collectives.
@@ -20,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include <algorithm>
+#include <set>
 
 namespace partita {
 
@@ -38,6 +42,14 @@ public:
     if (key == "rank") {
       if (value.getAsInteger(10, rank_) || rank_ < 0)
         return passError(name(), "option rank expects a non-negative integer, got '" + value + "'");
+      return llvm::Error::success();
+    }
+    if (key == "runtime-slices") { // dp
+      llvm::SmallVector<llvm::StringRef, 2> axes;
+      value.split(axes, ',', -1, false);
+      runtimeSlices_.clear();
+      for (llvm::StringRef a : axes)
+        runtimeSlices_.insert(a.trim().str());
       return llvm::Error::success();
     }
     if (key == "coords") { // dp:1,tp:0
@@ -92,6 +104,10 @@ public:
         shardWeight(g, n, out);
       else if (n->is("Recv", "partita")) // a pipeline receive of the rank's shard
         n->setAttr("shape", Attribute::ofInts({n->output()->type().shape.begin(), n->output()->type().shape.end()}));
+      else if (n->is("ShardSlice", "partita") && runtimeSlices_.count(n->stringAttr("axis", ""))) {
+        if (auto err = runtimeSlice(n))
+          return err;
+      }
       else if (n->is("ShardSlice", "partita")) {
         if (auto err = localSlice(g, n, sliceNodes[n]))
           return err;
@@ -140,6 +156,22 @@ private:
   std::vector<std::pair<std::string, int64_t>> coordOption_;
   Mesh mesh_;
   llvm::SmallVector<int64_t, 4> coords_; // this rank's coordinate on each mesh axis
+  std::set<std::string> runtimeSlices_;  // axes whose slices the runtime takes (option runtime-slices)
+
+  /// A slice the runtime takes (ShardSliceKernel.cpp): its group's size.
+  llvm::Error runtimeSlice(Node *n) {
+    const MeshAxis *axis = mesh_.find(n->stringAttr("axis", ""));
+    if (!axis)
+      return passError(name(), "node " + n->describe() + ": its axis '" + n->stringAttr("axis", "") +
+                                   "' is not in " + mesh_.str());
+    int64_t dim = n->intAttr("dim", 0), outer = n->intAttr("outer", 1), len = n->output()->type().shape[dim];
+    if (outer < 1 || len % outer || n->input(0)->type().shape[dim] != len * axis->size)
+      return passError(name(), "node " + n->describe() + ": its dimension " + llvm::Twine(dim) +
+                                   " does not split into " + llvm::Twine(outer) + " x " + llvm::Twine(axis->size) +
+                                   " blocks");
+    n->setAttr("parts", Attribute::ofInt(axis->size));
+    return llvm::Error::success();
+  }
 
   /// The rank's coordinates from coords=..., else from rank=k (row-major over
   /// the mesh; on a tensor-parallel-only mesh, the tp coordinate).
@@ -332,7 +364,8 @@ PassInfo localizePass() {
           "vocab-parallel lookups, collective group sizes; drops shardings and the mesh.",
           "rank=int (0): the rank whose program to produce, row-major over the mesh (on a tp-only "
           "mesh, its tp coordinate); coords=list (dp:1,tp:0): the rank's coordinate on every mesh "
-          "axis, instead of rank",
+          "axis, instead of rank; runtime-slices=list (none): the axes whose partita.ShardSlice nodes stay, "
+          "taken at run time by the rank's place in the axis's group (the ranks along them share a program)",
           [] { return std::make_unique<Localize>(); }};
 }
 

@@ -552,12 +552,15 @@ static llvm::Error compile(llvm::StringRef dir) {
     return err;
   // A rank's program depends on its coordinate on an axis only where it
   // holds a block of a weight split over it or slices a value by it (a
-  // collective's group comes from the runtime): ranks that agree on those
-  // axes (dp replicas) run the same program, written once, in the first such
-  // rank's folder; the others' plan entries point at it.
+  // collective's group comes from the runtime, and so does the coordinate
+  // of a slice over dp: localize's runtime-slices): ranks that agree on
+  // those axes (dp replicas, unless ZeRO-3 splits the weights over dp) run
+  // the same program, written once, in the first such rank's folder; the
+  // others' plan entries point at it.
+  const std::string runtimeSliceAxes = "dp";
   std::set<std::string> usedAxes;
   for (const Node *n : g.nodes()) {
-    if (n->is("ShardSlice", "partita"))
+    if (n->is("ShardSlice", "partita") && n->stringAttr("axis", "") != runtimeSliceAxes)
       usedAxes.insert(n->stringAttr("axis", ""));
     if (n->is("Weight") && n->output()->sharding())
       for (const auto &axes : n->output()->sharding()->dims)
@@ -600,7 +603,7 @@ static llvm::Error compile(llvm::StringRef dir) {
           coords += (coords.empty() ? "" : ",") + a.name + ":" + std::to_string(r.coords.at(a.name));
         PassManager lpm;
         lpm.verifyEach = true;
-        if (auto err = lpm.addPipeline("localize{coords=" + coords + "}"))
+        if (auto err = lpm.addPipeline("localize{coords=" + coords + ",runtime-slices=" + runtimeSliceAxes + "}"))
           return err;
         if (auto err = lpm.run(*local))
           return err;

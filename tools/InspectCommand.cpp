@@ -247,7 +247,7 @@ int inspectMain() {
       return program.takeError();
     Sizes z;
     for (const Node *n : (*g)->nodes())
-      if (n->domain() == "partita" && n->hasAttr("parts")) {
+      if (n->domain() == "partita" && n->hasAttr("parts") && !n->is("ShardSlice", "partita")) { // a slice moves nothing
         ++z.collectives;
         z.comm += commBytes(*n);
         std::string what = n->numInputs() > 1 ? "bucket of " + std::to_string(n->numInputs())

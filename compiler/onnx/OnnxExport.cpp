@@ -266,13 +266,14 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     p->set_domain("partita");
     p->set_version(1);
     // Compute ops get ONNX function bodies; collectives, a pipeline's sends
-    // and receives, the fused optimizer update, ZeRO's flat buffers and kv copies' sums stay
+    // and receives, the fused optimizer update, ZeRO's flat buffers, kv copies' sums and run-time slices stay
     // custom ops that Partita's runtime implements.
     for (const auto &op : partitaOps) {
       if (op == "Linear" || op == "Gelu" || op == "FastGelu" || op == "EmbeddingGrad")
         addFunction(m, op, opset);
       else if (op != "AllReduce" && op != "AllGather" && op != "ReduceScatter" && op != "Send" && op != "Recv" &&
-               op != "AdamW" && op != "FlattenShards" && op != "UnflattenShards" && op != "SumCopies")
+               op != "AdamW" && op != "FlattenShards" && op != "UnflattenShards" && op != "SumCopies" &&
+               op != "ShardSlice")
         return fail(path, "partita." + op + " cannot be exported (lower it first)");
     }
   }

@@ -16,6 +16,7 @@ static void registerCpuKernels(KernelRegistry &r) {
   cpu::registerOptimizerKernels(r);
   cpu::registerFlatShardsKernels(r);
   cpu::registerSumCopiesKernel(r);
+  cpu::registerShardSliceKernel(r);
   cpu::registerFusedElementwiseKernel(r);
 }
 

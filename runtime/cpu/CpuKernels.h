@@ -16,6 +16,7 @@ void registerReduceKernels(KernelRegistry &r);
 void registerOptimizerKernels(KernelRegistry &r);
 void registerFlatShardsKernels(KernelRegistry &r);
 void registerSumCopiesKernel(KernelRegistry &r);
+void registerShardSliceKernel(KernelRegistry &r);
 
 /// The reference kernel for `node` (compile-time evaluator on host tensors,
 /// computing in double): correct for every dtype, slow. Fast kernels hand

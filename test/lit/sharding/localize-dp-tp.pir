@@ -2,6 +2,8 @@
 // RUN: partita-opt %s --passes='localize{rank=3}' | FileCheck %s --check-prefix=R3
 // RUN: partita-opt %s --passes='localize{coords=tp:0,dp:1}' | FileCheck %s --check-prefix=R2
 // RUN: partita-opt %s --passes='localize{rank=1}' | FileCheck %s --check-prefix=R1
+// RUN: partita-opt %s --passes='localize{coords=dp:1,tp:1,runtime-slices=tp}' | FileCheck %s --check-prefix=RT
+// RUN: partita-opt %s --passes='localize{coords=dp:0,tp:0,runtime-slices=tp}' | FileCheck %s --check-prefix=RT
 
 // localize on a mesh<dp=2, tp=2> takes the rank's coordinate on every axis
 // (rank k is row-major: k = 2*dp + tp). Each split dimension gets the block
@@ -30,6 +32,12 @@
 // R2: %e.row0 = Constant() {value = dense<i64[]>[0]} : i64[]
 // R2: %s.start = Constant() {value = dense<i64[1]>[0]} : i64[1]
 // R2: %dv = partita.EmbeddingGrad(%v, %ids, %r) {offset = 8} : f32[4,8]
+
+// With runtime-slices=tp the slice stays, with its group size: the runtime
+// takes the rank's block by its place in the tp group, so both ranks' programs
+// read the same here (compile asks it for dp).
+// RT: %s = partita.ShardSlice(%hg) {axis = "tp", dim = 1, parts = 2} : f32[2,4]
+// RT-NOT: %s.start
 
 // R1-LABEL: graph @lm(
 // R1: %e.row0 = Constant() {value = dense<i64[]>[8]} : i64[]
