@@ -7,7 +7,9 @@
 // embedding lookups become masked lookups of this rank's rows, flat shard
 // buffers hold the rank's own blocks, and collectives learn their group size. Slices along the
 // axes of runtime-slices (compile: dp) stay partita.ShardSlice with their group size, taken at run
-// time by the rank's place in the axis's group: the ranks along the axis then run the same program.
+// time by the rank's place in the axis's group, and a flat weight part split over the axes of
+// place-at-load is coordinate 0's, moved by the rank's coordinate as the program loads: the ranks
+// along such axes then run the same program.
 // The rank is given by its coordinates on
 // every mesh axis (coords=dp:1,tp:0) or its row-major number (rank=k); a value
 // split over several axes gets the block they index together. The result
@@ -44,12 +46,13 @@ public:
         return passError(name(), "option rank expects a non-negative integer, got '" + value + "'");
       return llvm::Error::success();
     }
-    if (key == "runtime-slices") { // dp
+    if (key == "runtime-slices" || key == "place-at-load") { // dp
       llvm::SmallVector<llvm::StringRef, 2> axes;
       value.split(axes, ',', -1, false);
-      runtimeSlices_.clear();
+      std::set<std::string> &set = key == "runtime-slices" ? runtimeSlices_ : placeAtLoad_;
+      set.clear();
       for (llvm::StringRef a : axes)
-        runtimeSlices_.insert(a.trim().str());
+        set.insert(a.trim().str());
       return llvm::Error::success();
     }
     if (key == "coords") { // dp:1,tp:0
@@ -157,6 +160,7 @@ private:
   Mesh mesh_;
   llvm::SmallVector<int64_t, 4> coords_; // this rank's coordinate on each mesh axis
   std::set<std::string> runtimeSlices_;  // axes whose slices the runtime takes (option runtime-slices)
+  std::set<std::string> placeAtLoad_;    // axes whose flat weight parts the loader places (place-at-load)
 
   /// A slice the runtime takes (ShardSliceKernel.cpp): its group's size.
   llvm::Error runtimeSlice(Node *n) {
@@ -208,11 +212,12 @@ private:
   /// Start, in the global value, of this rank's block of dimension `dim`
   /// (local size `local`): the block index counts over the dimension's axes,
   /// major to minor.
-  int64_t blockOffset(const Sharding &s, size_t dim, int64_t local) const {
+  /// (`atZero`: an axis taken at coordinate 0, placed at load instead.)
+  int64_t blockOffset(const Sharding &s, size_t dim, int64_t local, llvm::StringRef atZero = "") const {
     int64_t block = 0;
     if (dim < s.dims.size())
       for (const std::string &axis : s.dims[dim])
-        block = block * mesh_.find(axis)->size + coordOf(axis);
+        block = block * mesh_.find(axis)->size + (axis == atZero ? 0 : coordOf(axis));
     return block * local;
   }
 
@@ -238,9 +243,26 @@ private:
       const WeightRef *ref = g.weights.find(wname);
       Shape start(ref->type.shape.size(), 0);
       const Shape &local = n->output()->type().shape;
+      // A flat part split over a place-at-load axis: coordinate 0's part,
+      // which the loader moves by the rank's coordinate (FlatPart::byAxis).
+      std::string byAxis;
+      int64_t stride = 0;
+      if (ref->placeableAtLoad() && !s.dims.empty())
+        for (size_t k = 0; k < s.dims[0].size(); ++k)
+          if (placeAtLoad_.count(s.dims[0][k])) {
+            byAxis = s.dims[0][k];
+            stride = local[0];
+            for (size_t later = k + 1; later < s.dims[0].size(); ++later)
+              stride *= mesh_.find(s.dims[0][later])->size;
+          }
       for (size_t d = 0; d < start.size(); ++d)
-        start[d] = blockOffset(s, d, local[d]);
-      g.weights.add(shard, ref->view(start, local));
+        start[d] = blockOffset(s, d, local[d], byAxis);
+      WeightRef part = ref->view(start, local);
+      if (!byAxis.empty()) {
+        part.flat->byAxis = byAxis;
+        part.flat->stride = stride;
+      }
+      g.weights.add(shard, std::move(part));
     }
     n->setAttr("name", Attribute::ofString(shard));
   }
@@ -365,7 +387,9 @@ PassInfo localizePass() {
           "rank=int (0): the rank whose program to produce, row-major over the mesh (on a tp-only "
           "mesh, its tp coordinate); coords=list (dp:1,tp:0): the rank's coordinate on every mesh "
           "axis, instead of rank; runtime-slices=list (none): the axes whose partita.ShardSlice nodes stay, "
-          "taken at run time by the rank's place in the axis's group (the ranks along them share a program)",
+          "taken at run time by the rank's place in the axis's group (the ranks along them share a program); "
+          "place-at-load=list (none): the axes whose parts of flat weights read by reference are coordinate "
+          "0's, placed by the rank's coordinate as the program loads",
           [] { return std::make_unique<Localize>(); }};
 }
 

@@ -562,9 +562,14 @@ static llvm::Error compile(llvm::StringRef dir) {
   for (const Node *n : g.nodes()) {
     if (n->is("ShardSlice", "partita") && n->stringAttr("axis", "") != runtimeSliceAxes)
       usedAxes.insert(n->stringAttr("axis", ""));
-    if (n->is("Weight") && n->output()->sharding())
+    if (n->is("Weight") && n->output()->sharding()) {
+      // A flat part's block over dp is placed as the program loads (localize).
+      const WeightRef *ref = g.weights.find(n->stringAttr("name", ""));
       for (const auto &axes : n->output()->sharding()->dims)
-        usedAxes.insert(axes.begin(), axes.end());
+        for (const std::string &axis : axes)
+          if (axis != runtimeSliceAxes || materializeWeights || !ref || !ref->placeableAtLoad())
+            usedAxes.insert(axis);
+    }
     // Localize gives a vocab-parallel lookup and an embedding gradient the
     // offset of the rank's rows.
     const Value *rows = n->is("Gather") ? n->input(0) : n->is("EmbeddingGrad", "partita") ? n->output() : nullptr;
@@ -603,7 +608,8 @@ static llvm::Error compile(llvm::StringRef dir) {
           coords += (coords.empty() ? "" : ",") + a.name + ":" + std::to_string(r.coords.at(a.name));
         PassManager lpm;
         lpm.verifyEach = true;
-        if (auto err = lpm.addPipeline("localize{coords=" + coords + ",runtime-slices=" + runtimeSliceAxes + "}"))
+        if (auto err = lpm.addPipeline("localize{coords=" + coords + ",runtime-slices=" + runtimeSliceAxes +
+                                       (materializeWeights ? "" : ",place-at-load=" + runtimeSliceAxes) + "}"))
           return err;
         if (auto err = lpm.run(*local))
           return err;

@@ -28,6 +28,12 @@ namespace partita {
 struct FlatPart {
   int64_t dim = 0, blocks = 1, length = 0, start = 0;
   Shape shape;
+  /// Set when the ranks along mesh axis `byAxis` share one program and the
+  /// part is theirs: `start` is coordinate 0's and a rank's part starts
+  /// `stride` elements further per coordinate, placed as the program is
+  /// loaded (ImportOptions::coordinates; localize's runtime-slices).
+  std::string byAxis;
+  int64_t stride = 0;
 };
 
 struct WeightRef {
@@ -63,6 +69,11 @@ struct WeightRef {
   std::optional<DType> loadAs;
 
   bool hasData() const { return inlineBytes || !file.empty(); }
+  /// Whether the ranks holding parts of this weight along an axis can share
+  /// one reference placed at load (FlatPart::byAxis): a 1-D part of a flat
+  /// buffer (ZeRO's) in an external data file, read by reference; not of a
+  /// repeated weight (whose parts are plain views).
+  bool placeableAtLoad() const { return flat && !repeat && !file.empty(); }
   /// The type programs hold: `type` with loadAs's dtype.
   TensorType heldType() const { return TensorType{loadAs.value_or(type.dtype), type.shape, type.known}; }
   /// This weight restricted to `start` + `size` (relative to this view).

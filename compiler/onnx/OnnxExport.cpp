@@ -113,6 +113,8 @@ void writeReference(onnx::TensorProto &t, const std::string &name, const WeightR
     const FlatPart &f = *part.flat;
     kv("partita_flat", joinInts({f.dim, f.blocks, f.length, f.start}));
     kv("partita_flat_shape", joinInts(f.shape));
+    if (!f.byAxis.empty())
+      kv("partita_flat_block", f.byAxis + "," + std::to_string(f.stride));
   }
   kv("partita_stored_shape", joinInts(stored)); // (with a flat part: its weight's)
   if (!ref.viewStart.empty())

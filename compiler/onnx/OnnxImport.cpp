@@ -309,8 +309,18 @@ private:
     // A flat part (ZeRO): "dim,blocks,length,start" of the weight of shape
     // partita_flat_shape, which the other keys describe (WeightRef::flat).
     Shape flat, flatShape;
+    std::string byAxis;
+    int64_t stride = 0;
     for (const auto &kv : t.external_data()) {
       llvm::StringRef key(kv.key());
+      if (key == "partita_flat_block") { // "axis,stride": placed by the rank's coordinate on axis
+        auto [axis, n] = llvm::StringRef(kv.value()).split(',');
+        if (axis.empty() || n.getAsInteger(10, stride) || stride < 0)
+          return fail("initializer '" + t.name() + "' has external data partita_flat_block '" + kv.value() +
+                      "', not axis,stride");
+        byAxis = axis.str();
+        continue;
+      }
       Shape *dst = key == "partita_stored_shape" ? &stored : key == "partita_view_start" ? &start
                    : key == "partita_perm"       ? &perm
                    : key == "partita_flat"       ? &flat
@@ -344,8 +354,17 @@ private:
       fits = (start.empty() ? 0 : start[d]) + box[d] <= logical[d];
     if (!fits)
       return fail("initializer '" + t.name() + "': its slice does not fit the stored tensor");
-    if (!flat.empty())
-      ref.flat = FlatPart{flat[0], flat[1], flat[2], flat[3], flatShape};
+    if (!byAxis.empty() && flat.empty())
+      return fail("initializer '" + t.name() + "': partita_flat_block without partita_flat");
+    if (!flat.empty()) {
+      auto at = opts_.coordinates.find(byAxis);
+      int64_t coord = byAxis.empty() || at == opts_.coordinates.end() ? 0 : at->second;
+      ref.flat = FlatPart{flat[0], flat[1], flat[2], flat[3] + coord * stride, flatShape};
+      // The part must lie in the flat buffer (its blocks padded to length).
+      if (ref.flat->start < 0 || ref.flat->start + declared.numel() > flat[1] * flat[2])
+        return fail("initializer '" + t.name() + "': its part at coordinate " + llvm::Twine(coord) + " of " + byAxis +
+                    " lies outside its flat buffer");
+    }
     ref.storedShape = stored;
     ref.viewStart = start;
     ref.perm.assign(perm.begin(), perm.end());

@@ -1,5 +1,6 @@
 //===- OnnxImport.h - ONNX model → Partita IR -----------------------------===//
 #pragma once
+#include <map>
 #include "compiler/ir/Graph.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -32,6 +33,10 @@ struct ImportOptions {
   /// With trustedLocations: the only absolute locations accepted (the weight
   /// files plan.json lists, checked unchanged since compile).
   std::vector<std::string> trustedFiles;
+  /// With trustedLocations: the rank's coordinate on each mesh axis, which
+  /// places a flat part shared by the ranks along an axis (FlatPart::byAxis;
+  /// key partita_flat_block). Absent: coordinate 0 (sizing a program).
+  std::map<std::string, int64_t> coordinates;
   /// How diagnostics name the option that sets input shapes.
   std::string shapeFlag = "--input-shape";
 };

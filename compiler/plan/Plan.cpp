@@ -638,10 +638,12 @@ llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::Strin
   return llvm::Error::success();
 }
 
-ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles) {
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles,
+                                    const std::map<std::string, int64_t> &coordinates) {
   ImportOptions o;
   o.trustedLocations = true;
   o.trustedFiles.assign(weightFiles.begin(), weightFiles.end());
+  o.coordinates = coordinates;
   return o;
 }
 

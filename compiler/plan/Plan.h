@@ -190,7 +190,11 @@ llvm::Error checkWeightFiles(const Plan &p);
 
 /// How a rank imports a program of a compiled plan (its hash checked against
 /// plan.json first): its weights may refer to the original model's files.
-ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles);
+/// `coordinates` (the rank's, by mesh axis) place the parts of weights the
+/// ranks along an axis share a program for (FlatPart::byAxis); without them
+/// a program is typed and sized as coordinate 0's.
+ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles,
+                                    const std::map<std::string, int64_t> &coordinates = {});
 
 /// SHA-256 of a file's bytes, as lowercase hex.
 llvm::Expected<std::string> sha256File(llvm::StringRef path);

@@ -48,7 +48,7 @@ void markUpdatedWeights(Graph &program, const Plan &plan) {
 llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llvm::StringRef planDir) {
   llvm::SmallString<256> file(planDir);
   llvm::sys::path::append(file, path);
-  auto graph = importOnnx(file, compiledProgramImport(plan_->weightFilePaths()));
+  auto graph = importOnnx(file, compiledProgramImport(plan_->weightFilePaths(), rankPlan().coords));
   if (!graph)
     return graph.takeError();
   markUpdatedWeights(**graph, *plan_);
