@@ -580,6 +580,11 @@ static llvm::Error compile(llvm::StringRef dir) {
     usedAxes.insert("pp");
   std::map<std::string, const RankPlan *> written;
   std::map<int64_t, ParamRecord> params;
+  // Large constants (a causal mask every stage's programs read) once per
+  // plan, beside the rank folders; a materialized plan stays plain ONNX.
+  llvm::SmallString<256> constantsPath(dir);
+  llvm::sys::path::append(constantsPath, kSharedConstantsFile);
+  SharedConstants shared(std::string(constantsPath), std::string("../") + kSharedConstantsFile);
   for (RankPlan &r : plan.ranks) {
     std::string key;
     for (const MeshAxis &a : g.mesh.axes)
@@ -629,6 +634,8 @@ static llvm::Error compile(llvm::StringRef dir) {
         eo.externalDataFile = base + (k == 0 ? "" : "." + std::to_string(k)) + ".bin";
         eo.weightsByReference = !materializeWeights;
       }
+      if (!materializeWeights)
+        eo.sharedConstants = &shared;
       if (program.name == optimizer_io::kBackward)
         if (auto err = recordParameters(unpartitioned ? *unpartitioned : g, g, *local, r, stage, params))
           return err;
@@ -658,6 +665,15 @@ static llvm::Error compile(llvm::StringRef dir) {
       }
     }
     written[key] = &r;
+  }
+  if (auto err = shared.commit())
+    return err;
+  if (!shared.empty()) { // every rank reads it: its hash in every entry (checked before a rank loads)
+    auto h = sha256File(constantsPath);
+    if (!h)
+      return h.takeError();
+    for (RankPlan &r : plan.ranks)
+      r.sha256[kSharedConstantsFile] = *h;
   }
   planParameters(params, pp > 1, plan);
   if (!materializeWeights) { // the model's files the programs refer to, as they are now

@@ -1,5 +1,7 @@
 //===- OnnxExport.cpp -----------------------------------------------------===//
 #include "compiler/onnx/OnnxExport.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
 #include "compiler/support/OutputFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -301,6 +303,16 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
   };
 
   for (const Node *n : g.nodes()) {
+    if (n->is("Constant") && opts.sharedConstants && n->hasAttr("value") &&
+        n->attr("value")->tensor.byteSize() >= SharedConstants::kMinBytes) {
+      const Tensor &value = n->attr("value")->tensor;
+      auto at = opts.sharedConstants->place(value);
+      if (!at)
+        return at.takeError();
+      setExternal(*graph.add_initializer(), n->output()->name(), value.type(), opts.sharedConstants->location(), *at,
+                  value.byteSize());
+      continue;
+    }
     if (n->is("Weight")) {
       std::string wname = n->stringAttr("name", "");
       onnx::TensorProto &t = *graph.add_initializer();
@@ -348,5 +360,29 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     return err;
   return out->commit();
 }
+
+llvm::Expected<uint64_t> SharedConstants::place(const Tensor &t) {
+  llvm::SHA256 h;
+  h.update(llvm::ArrayRef<uint8_t>(t.data(), t.byteSize()));
+  auto digest = h.final();
+  std::string key = t.type().str() + ":" + llvm::toHex(llvm::StringRef(digest.data(), digest.size()));
+  if (auto it = offsetOf_.find(key); it != offsetOf_.end())
+    return it->second;
+  if (!out_) {
+    auto file = OutputFile::create(path_);
+    if (!file)
+      return file.takeError();
+    out_.emplace(std::move(*file));
+  }
+  uint64_t at = size_;
+  out_->os().write(reinterpret_cast<const char *>(t.data()), t.byteSize());
+  if (auto err = out_->checkWrites())
+    return std::move(err);
+  size_ += t.byteSize();
+  offsetOf_[key] = at;
+  return at;
+}
+
+llvm::Error SharedConstants::commit() { return out_ ? out_->commit() : llvm::Error::success(); }
 
 } // namespace partita

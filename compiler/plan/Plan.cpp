@@ -632,7 +632,9 @@ llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::Strin
   if (!h)
     return h.takeError();
   if (*h != want->second)
-    return fail(path, llvm::Twine(rel == rankWeightsFile(r) ? "not the weights file" : "not the program") +
+    return fail(path, llvm::Twine(rel == rankWeightsFile(r)         ? "not the weights file"
+                                  : rel == kSharedConstantsFile ? "not the constants file"
+                                                                : "not the program") +
                           " compiled for rank " + llvm::Twine(r.rank) +
                           " (its SHA-256 differs from plan.json's): another rank's or another compile's file");
   return llvm::Error::success();

@@ -207,6 +207,9 @@ llvm::Error checkProgramHash(const RankPlan &r, llvm::StringRef dir, llvm::Strin
 /// The external data file beside rank `r`'s forward program (relative to the
 /// plan's folder), where compile writes the shards not read by reference.
 std::string rankWeightsFile(const RankPlan &r);
+/// The plan's large constants, shared by every rank's programs (relative to
+/// the plan's folder; SharedConstants in compiler/onnx/OnnxExport.h).
+inline constexpr const char *kSharedConstantsFile = "constants.bin";
 /// Checks all of rank `r`'s files against the plan: its programs and, when
 /// it exists or the plan records one, its weights file (a rank folder's
 /// weights.bin swapped for another rank's would otherwise run with the wrong
