@@ -362,12 +362,19 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
 }
 
 llvm::Expected<uint64_t> SharedConstants::place(const Tensor &t) {
+  // The programs of a plan are copies of one graph: their constants share
+  // bytes, hashed once (the kept Tensor keeps the bytes, and so their address).
+  if (auto it = offsetOfBytes_.find(t.data()); it != offsetOfBytes_.end() && it->second.first.byteSize() == t.byteSize() &&
+                                                it->second.first.type().str() == t.type().str())
+    return it->second.second;
   llvm::SHA256 h;
   h.update(llvm::ArrayRef<uint8_t>(t.data(), t.byteSize()));
   auto digest = h.final();
   std::string key = t.type().str() + ":" + llvm::toHex(llvm::StringRef(digest.data(), digest.size()));
-  if (auto it = offsetOf_.find(key); it != offsetOf_.end())
+  if (auto it = offsetOf_.find(key); it != offsetOf_.end()) {
+    offsetOfBytes_[t.data()] = {t, it->second};
     return it->second;
+  }
   if (!out_) {
     auto file = OutputFile::create(path_);
     if (!file)
@@ -380,6 +387,7 @@ llvm::Expected<uint64_t> SharedConstants::place(const Tensor &t) {
     return std::move(err);
   size_ += t.byteSize();
   offsetOf_[key] = at;
+  offsetOfBytes_[t.data()] = {t, at};
   return at;
 }
 

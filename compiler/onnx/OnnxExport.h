@@ -40,6 +40,7 @@ private:
   std::optional<OutputFile> out_;
   uint64_t size_ = 0;
   std::map<std::string, uint64_t> offsetOf_; // by the tensor's type and bytes' digest
+  std::map<const uint8_t *, std::pair<Tensor, uint64_t>> offsetOfBytes_; // by the bytes' address (kept alive)
 };
 
 struct ExportOptions {

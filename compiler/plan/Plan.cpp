@@ -56,6 +56,7 @@ Plan makePlan(const Mesh &mesh) {
 namespace {
 llvm::json::Value specs(const std::vector<TensorSpec> &v) {
   llvm::json::Array a;
+  a.reserve(v.size()); // json::Value's move may throw: a growing vector would copy every element
   for (const auto &s : v) {
     llvm::json::Array shape;
     for (int64_t d : s.type.shape)
