@@ -171,9 +171,6 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array initializers;
   for (const InitializerClass &c : p.initializers)
     initializers.push_back(llvm::json::Object{{"name", c.name}, {"trainable", c.trainable}, {"reason", c.reason}});
-  llvm::json::Object io;
-  for (const auto &[file, pio] : p.programIO)
-    io[file] = llvm::json::Object{{"inputs", specs(pio.inputs)}, {"outputs", specs(pio.outputs)}};
   llvm::json::Array order, saved, layouts;
   for (const std::string &n : p.scheduleOrder)
     order.push_back(n);
@@ -200,7 +197,6 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"pipeline_weights", edgeList(p.pipelineWeights)},
                           {"virtual_stages", p.virtualStages},
                           {"precision", p.precision},
-                          {"program_io", std::move(io)},
                           {"schedule", llvm::json::Object{{"kind", p.schedule}, {"order", std::move(order)},
                                                           {"saved", std::move(saved)}}},
                           {"param_layouts", std::move(layouts)},
@@ -225,8 +221,41 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"initializers", std::move(initializers)},
                           {"vocab", p.vocab},
                           {"zero", p.zero}};
+  // Written as a stream: program_io (every program's inputs and outputs, the
+  // bulk of a large plan) is not built as a tree first. Keys in sorted order,
+  // as llvm::json prints an object.
+  std::vector<std::string> keys{"program_io"};
+  for (const auto &kv : root)
+    keys.push_back(kv.first.str());
+  llvm::sort(keys);
+  auto spec = [](llvm::json::OStream &j, const TensorSpec &s) {
+    j.object([&] {
+      j.attribute("dtype", dtypeName(s.type.dtype));
+      j.attribute("name", s.name);
+      j.attributeArray("shape", [&] {
+        for (int64_t d : s.type.shape)
+          j.value(d);
+      });
+    });
+  };
   return writeFile(path, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+    llvm::json::OStream j(os, 2);
+    j.object([&] {
+      for (const std::string &key : keys) {
+        if (key != "program_io") {
+          j.attribute(key, *root.get(key));
+          continue;
+        }
+        j.attributeObject(key, [&] {
+          for (const auto &[file, pio] : p.programIO)
+            j.attributeObject(file, [&] {
+              j.attributeArray("inputs", [&] { for (const TensorSpec &s : pio.inputs) spec(j, s); });
+              j.attributeArray("outputs", [&] { for (const TensorSpec &s : pio.outputs) spec(j, s); });
+            });
+        });
+      }
+    });
+    os << "\n";
   });
 }
 
