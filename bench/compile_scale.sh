@@ -30,7 +30,7 @@ for layout in "${layouts[@]}"; do
 import json, os, sys
 plan, layout, mode, secs, kb, out = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 p = json.load(open(plan))
-files = {f for r in p["ranks"] for f in r["programs"].values()}
+files = {f for role in p["roles"] for f in role["programs"].values()}
 gb, mb = kb * 1024 / 1e9, out / 1e6
 print(f"{layout:<16} {mode:<9} {len(p['ranks']):>6} {len(files):>8} {secs:>7.2f} {secs / 10:>9.2f} {gb:>7.2f} {gb / 2:>9.2f} "
       f"{mb:>8.1f} {mb / 256:>9.2f} {os.path.getsize(plan) / 1e6:>8.1f}")

@@ -66,8 +66,9 @@ def saved(r):
     plan = json.load(open(f"{work}/plan-{r}.json"))
     out = {}
     for rank in plan["ranks"]:
-        outs = plan["program_io"][rank["programs"]["forward"]]["outputs"]
-        bwd = {t["name"] for t in plan["program_io"][rank["programs"]["backward"]]["inputs"]}
+        programs = plan["roles"][rank["role"]]["programs"]
+        outs = plan["program_io"][programs["forward"]]["outputs"]
+        bwd = {t["name"] for t in plan["program_io"][programs["backward"]]["inputs"]}
         out[rank["coords"]["pp"]] = sum(math.prod(t["shape"]) * 4 for t in outs if t["name"] in bwd)
     return out
 def step(r):  # the median step time after the first

@@ -168,7 +168,7 @@ def idle(trace, plan_path, schedule, m, p, v):
     saved = {}
     for rank in plan["ranks"]:  # per micro-batch, over the rank's chunks
         total = 0
-        for name, f in rank["programs"].items():
+        for name, f in plan["roles"][rank["role"]]["programs"].items():
             if name.split(".")[0] != "forward":
                 continue
             outs = plan["program_io"][f]["outputs"]

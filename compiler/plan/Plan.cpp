@@ -104,21 +104,27 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
   llvm::json::Array axes;
   for (const auto &a : p.mesh.axes)
     axes.push_back(llvm::json::Object{{"name", a.name}, {"size", a.size}});
-  llvm::json::Array ranks;
+  // A rank entry is its coordinates and its role: the program files (and
+  // their hashes) it runs, which the ranks that differ only by coordinates
+  // the runtime supplies share (dp replicas): the plan grows by a line per
+  // rank, not by a copy of its programs' names.
+  llvm::json::Array ranks, roles;
+  std::map<std::pair<std::map<std::string, std::string>, std::map<std::string, std::string>>, int64_t> roleOf;
   for (const auto &r : p.ranks) {
     llvm::json::Object coords;
     for (const auto &[k, v] : r.coords)
       coords[k] = v;
-    llvm::json::Object programs;
-    for (const auto &[name, rel] : r.programs)
-      programs[name] = rel;
-    llvm::json::Object hashes;
-    for (const auto &[file, h] : r.sha256)
-      hashes[file] = h;
-    ranks.push_back(llvm::json::Object{{"rank", r.rank},
-                                       {"coords", std::move(coords)},
-                                       {"programs", std::move(programs)},
-                                       {"sha256", std::move(hashes)}});
+    auto [it, added] = roleOf.try_emplace({r.programs, r.sha256}, static_cast<int64_t>(roles.size()));
+    if (added) {
+      llvm::json::Object programs;
+      for (const auto &[name, rel] : r.programs)
+        programs[name] = rel;
+      llvm::json::Object hashes;
+      for (const auto &[file, h] : r.sha256)
+        hashes[file] = h;
+      roles.push_back(llvm::json::Object{{"programs", std::move(programs)}, {"sha256", std::move(hashes)}});
+    }
+    ranks.push_back(llvm::json::Object{{"rank", r.rank}, {"coords", std::move(coords)}, {"role", it->second}});
   }
   llvm::json::Object groups;
   for (const auto &[axis, gs] : p.groups) {
@@ -203,6 +209,7 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
                           {"world_size", p.worldSize()},
                           {"mesh", std::move(axes)},
                           {"ranks", std::move(ranks)},
+                          {"roles", std::move(roles)},
                           {"groups", std::move(groups)},
                           {"inputs", specs(p.inputs)},
                           {"outputs", specs(p.outputs)},
@@ -321,13 +328,15 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     return fail(path, "corrupt plan (not JSON): " + llvm::toString(json.takeError()));
   const auto *root = json->getAsObject();
   auto bad = [&](const llvm::Twine &what) { return fail(path, "corrupt plan: " + what); };
+  // partita-plan-2 had each rank's programs and hashes in its entry; -3 a role.
+  bool inlineRanks = root && root->getString("format") == llvm::Optional<llvm::StringRef>("partita-plan-2");
   if (auto format = root ? root->getString("format") : llvm::None;
-      format && format->startswith("partita-plan-") && *format != kPlanFormatName)
+      format && format->startswith("partita-plan-") && *format != kPlanFormatName && !inlineRanks)
     return fail(path, "a plan of format " + *format +
                           (*format == "partita-plan-1" ? " (an older Partita's: one program for forward and backward)"
                                                        : "") +
                           "; this Partita runs " + kPlanFormatName + ": recompile the model with partita compile");
-  if (!root || root->getString("format") != llvm::Optional<llvm::StringRef>(kPlanFormatName))
+  if (!root || (root->getString("format") != llvm::Optional<llvm::StringRef>(kPlanFormatName) && !inlineRanks))
     return fail(path, llvm::Twine("corrupt plan: missing format ") + kPlanFormatName);
   Plan p;
   const auto *axes = root->getArray("mesh");
@@ -350,9 +359,20 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
   const auto *ranks = root->getArray("ranks");
   if (!ranks)
     return bad("no ranks");
+  const auto *roles = root->getArray("roles");
+  if (!inlineRanks && !roles)
+    return bad("no roles");
   for (const auto &r : *ranks) {
     const auto *o = r.getAsObject();
-    const auto *progs = o ? o->getObject("programs") : nullptr;
+    // The programs and hashes: the rank's role's (or, in a plan-2, its own).
+    const llvm::json::Object *role = o;
+    if (!inlineRanks) {
+      auto k = o ? o->getInteger("role") : llvm::None;
+      if (!k || *k < 0 || static_cast<size_t>(*k) >= roles->size())
+        return bad("bad rank entry (no role of the plan's)");
+      role = (*roles)[static_cast<size_t>(*k)].getAsObject();
+    }
+    const auto *progs = role ? role->getObject("programs") : nullptr;
     if (!o || !o->getInteger("rank") || !progs || !progs->getString("forward"))
       return bad("bad rank entry");
     RankPlan rp;
@@ -360,7 +380,7 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
     for (const auto &kv : *progs)
       if (auto rel = kv.second.getAsString())
         rp.programs[kv.first.str()] = rel->str();
-    if (const auto *hashes = o->getObject("sha256"))
+    if (const auto *hashes = role->getObject("sha256"))
       for (const auto &kv : *hashes)
         if (auto h = kv.second.getAsString())
           rp.sha256[kv.first.str()] = h->str();

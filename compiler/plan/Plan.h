@@ -69,7 +69,7 @@ struct ProgramIO {
 };
 
 /// The plan format this Partita writes and reads (plan.json `format`).
-inline constexpr const char *kPlanFormatName = "partita-plan-2";
+inline constexpr const char *kPlanFormatName = "partita-plan-3";
 
 struct Plan {
   Mesh mesh;

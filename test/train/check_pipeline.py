@@ -91,7 +91,7 @@ check(len(stage_of) == len(plan["params"]) and targets <= initializers and set(s
                       f"{sorted(set(stage_of.values()))}")
 for r in plan["ranks"]:
     held = set()
-    for name, path in r["programs"].items():
+    for name, path in plan["roles"][r["role"]]["programs"].items():
         if name.split(".")[0] == "forward":
             fwd = onnx.load(os.path.join(out, path), load_external_data=False)
             held |= {t.name for t in fwd.graph.initializer if t.name in stage_of}

@@ -75,8 +75,8 @@ check(set(params) == set(base_params) and worst <= tol and len(compared) > len(b
 shapes = {t.name: list(t.dims) for t in onnx.load(fixture).graph.initializer}
 for r in plan["ranks"]:
     io = plan["program_io"]
-    step_in = {t["name"]: t for t in io[r["programs"]["step"]]["inputs"]}
-    bwd_out = {t["name"]: t for t in io[r["programs"]["backward"]]["outputs"]}
+    step_in = {t["name"]: t for t in io[plan["roles"][r["role"]]["programs"]["step"]]["inputs"]}
+    bwd_out = {t["name"]: t for t in io[plan["roles"][r["role"]]["programs"]["backward"]]["outputs"]}
     bad = []
     for p, layout in zip(plan["params"], plan["param_layouts"]):
         # The rank's tp shard of the weight: the initializer's elements, over tp when tp splits it.
@@ -101,7 +101,7 @@ for r in plan["ranks"]:
 
 def forward_weights(out, plan, rank):
     """Elements of the trained initializers rank `rank`'s forward program stores."""
-    fwd = onnx.load(os.path.join(out, plan["ranks"][rank]["programs"]["forward"]), load_external_data=False)
+    fwd = onnx.load(os.path.join(out, plan["roles"][plan["ranks"][rank]["role"]]["programs"]["forward"]), load_external_data=False)
     return {t.name: math.prod(t.dims) for t in fwd.graph.initializer if t.name in plan["params"]}
 
 

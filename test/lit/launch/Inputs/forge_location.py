@@ -21,7 +21,7 @@ onnx.save(m, prog)
 with open(os.path.join(plan_dir, "plan.json")) as f:
     plan = json.load(f)
 digest = hashlib.sha256(open(prog, "rb").read()).hexdigest()
-for r in plan["ranks"]:
+for r in plan["roles"]:
     if "rank0/forward.onnx" in r["sha256"]:
         r["sha256"]["rank0/forward.onnx"] = digest
 with open(os.path.join(plan_dir, "plan.json"), "w") as f:

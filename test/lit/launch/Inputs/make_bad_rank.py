@@ -19,7 +19,7 @@ if os.path.exists(plan_path):
     with open(plan_path) as f:
         plan = json.load(f)
     digest = hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest()
-    for r in plan["ranks"]:
+    for r in plan["roles"]:
         hashes = r.get("sha256", {})
         if rel in hashes:
             hashes[rel] = digest

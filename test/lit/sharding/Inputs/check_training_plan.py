@@ -3,12 +3,12 @@ import json, sys
 
 plan = json.load(open(sys.argv[1] + "/plan.json"))
 io = plan["program_io"]
-r0 = plan["ranks"][0]["programs"]
+r0 = plan["roles"][plan["ranks"][0]["role"]]["programs"]
 fwd, bwd = io[r0["forward"]], io[r0["backward"]]
 saved = plan["schedule"]["saved"]
 print("format", plan["format"])
 print("schedule", plan["schedule"]["kind"], plan["schedule"]["order"])
-print("rank 3 programs", sorted(plan["ranks"][3]["programs"]))
+print("rank 3 programs", sorted(plan["roles"][plan["ranks"][3]["role"]]["programs"]))
 print("forward outputs = loss + saved:", [o["name"] for o in fwd["outputs"]] == ["loss"] + saved)
 bwd_inputs = [i["name"] for i in bwd["inputs"]]
 print("backward reads every saved activation:", set(saved) <= set(bwd_inputs))
