@@ -116,6 +116,25 @@ public:
   void copyOnDevice(void *, const void *, size_t) override {}
 };
 
+/// "  the same for ranks 8, 16, ..., 56 (rank 0's programs)": a run of
+/// three or more ranks an equal step apart is written by its ends.
+static std::string sameForRanks(const std::vector<int64_t> &ranks, int64_t first) {
+  std::string list;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t last = i; // ranks[i..last]: one step apart
+    while (last + 1 < ranks.size() && (last == i || ranks[last + 1] - ranks[last] == ranks[i + 1] - ranks[i]))
+      ++last;
+    list += list.empty() ? "" : ", ";
+    if (last - i >= 2) {
+      list += std::to_string(ranks[i]) + ", " + std::to_string(ranks[i + 1]) + ", ..., " + std::to_string(ranks[last]);
+      i = last + 1;
+    } else
+      list += std::to_string(ranks[i++]);
+  }
+  return "       the same for rank" + std::string(ranks.size() > 1 ? "s " : " ") + list + " (rank " +
+         std::to_string(first) + "'s programs)\n";
+}
+
 /// Bytes one rank sends per step for a collective node of a local program.
 static double commBytes(const Node &n) {
   double parts = static_cast<double>(n.intAttr("parts", 1));
@@ -231,7 +250,8 @@ int inspectMain() {
     std::vector<std::string> lines;
   };
   std::map<std::string, Sizes> sized;
-  std::vector<std::tuple<int, rt::MemoryLedger::Bytes, size_t, size_t>> memoryLines; // + send copies' bound
+  // + send copies' bound, and the ranks running the same programs
+  std::vector<std::tuple<int, rt::MemoryLedger::Bytes, size_t, size_t, std::vector<int64_t>>> memoryLines;
   // One program's sizes (cached by file: dp replicas share theirs).
   auto sizeOf = [&](const std::string &rel) -> llvm::Expected<const Sizes *> {
     if (auto it = sized.find(rel); it != sized.end())
@@ -292,9 +312,24 @@ int inspectMain() {
     }
     return &sized.emplace(rel, std::move(z)).first->second;
   };
+  // Ranks that run the same programs (dp replicas) are sized and printed
+  // once, with the others named after them.
+  std::map<std::map<std::string, std::string>, size_t> groupOf; // programs -> index in sameAs
+  std::vector<std::vector<int64_t>> sameAs;                     // per printed rank: the others
   for (const RankPlan &r : plan->ranks) {
     if (onlyRank >= 0 && r.rank != onlyRank)
       continue;
+    if (auto [it, added] = groupOf.try_emplace(r.programs, sameAs.size()); !added) {
+      sameAs[it->second].push_back(r.rank);
+      continue;
+    }
+    sameAs.emplace_back();
+  }
+  size_t group = 0;
+  for (const RankPlan &r : plan->ranks) {
+    if ((onlyRank >= 0 && r.rank != onlyRank) || groupOf.at(r.programs) != group)
+      continue; // another's replica, printed with it
+    const std::vector<int64_t> &others = sameAs[group++];
     // The rank's programs together, in schedule order: they share one arena
     // (the largest; the training loop's Program::shareArena), each output
     // has a buffer of its own (the forward's saved activations among them).
@@ -357,7 +392,7 @@ int inspectMain() {
     // copy lives until its receiver has taken it, at the latest the end of
     // the step (PendingSends::drain).
     const double shared = sharedGradientBytes(*plan, r, z.sendTo);
-    memoryLines.push_back({r.rank, predicted, peak, static_cast<size_t>(z.sends + shared)});
+    memoryLines.push_back({r.rank, predicted, peak, static_cast<size_t>(z.sends + shared), others});
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
     if (!r.program("step").empty()) {
@@ -377,6 +412,8 @@ int inspectMain() {
                          std::max(1, microBatches.getValue()))
          << (shared > 0 ? llvm::formatv(", and {0:f3} MB of shared-weight gradients once)\n", shared / 1e6).str()
                         : std::string(")\n"));
+    if (!others.empty())
+      os << sameForRanks(others, r.rank);
     if (r.rank == std::max(0, onlyRank.getValue()) && !z.lines.empty()) {
       os << "  collectives of rank " << r.rank << " (bytes sent per step):\n";
       for (const auto &l : z.lines)
@@ -384,10 +421,12 @@ int inspectMain() {
     }
   }
   os << "\n";
-  for (const auto &[rank, bytes, peak, sends] : memoryLines) {
+  for (const auto &[rank, bytes, peak, sends, others] : memoryLines) {
     rt::printMemoryLine(os, rank, "predicted", bytes, peak);
     if (plan->stages() > 1)
       rt::printSendCopiesLine(os, rank, "predicted", sends);
+    if (!others.empty())
+      os << sameForRanks(others, rank);
   }
   if (!plan->paramTypes.empty())
     printZeroFormula(os, *plan);

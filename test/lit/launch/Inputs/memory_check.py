@@ -18,6 +18,8 @@ import sys
 
 import onnx
 
+import same_ranks
+
 model, plan_dir, inspect_out, launch_out = sys.argv[1:5]
 # With ONE_MICRO_BATCH (a run of one micro-batch at --zero 0) the gradients are checked too: the
 # backward's outputs, 2 or 4 bytes per parameter, nothing summed (ZeRO's 2 + 2 + 12 exactly).
@@ -42,12 +44,12 @@ LINE = re.compile(r"memory of rank (\d+) \((predicted|measured), MB\): (.*); pea
 
 
 def read(path, how):
-    out = {}
-    for m in LINE.finditer(open(path).read()):
+    out, text = {}, open(path).read()
+    for m in LINE.finditer(text):
         if m.group(2) == how:
             cats = {k: float(v) * 1e6 for k, v in (c.rsplit(" ", 1) for c in m.group(3).split(", "))}
             out[int(m.group(1))] = (cats, int(m.group(4)))
-    return out
+    return same_ranks.expand(text, out)
 
 
 predicted, measured = read(inspect_out, "predicted"), read(launch_out, "measured")

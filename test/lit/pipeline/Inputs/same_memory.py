@@ -3,8 +3,12 @@
 # pipeline send copies in flight: measured (their most at once, > 0) at most
 # the predicted bound, on every rank.
 #   same_memory.py INSPECT_OUTPUT LAUNCH_OUTPUT
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "launch", "Inputs"))
+import same_ranks  # noqa: E402
 
 
 def lines(path, kind):
@@ -13,7 +17,7 @@ def lines(path, kind):
         m = re.match(r"memory of rank (\d+) \(" + kind + r", MB\): (.*); peak", line)
         if m:
             out[int(m.group(1))] = {k: float(v) for k, v in re.findall(r"([a-z ]+) ([0-9.]+)", m.group(2))}
-    return out
+    return same_ranks.expand(open(path).read(), out) if kind == "predicted" else out
 
 
 predicted, measured = lines(sys.argv[1], "predicted"), lines(sys.argv[2], "measured")
@@ -33,7 +37,7 @@ def copies(path, kind):
         m = re.match(r"pipeline send copies of rank (\d+) \(" + kind + r", MB\): at most ([0-9.]+) in flight", line)
         if m:
             out[int(m.group(1))] = float(m.group(2))
-    return out
+    return same_ranks.expand(open(path).read(), out) if kind == "predicted" else out
 
 
 bound, most = copies(sys.argv[1], "predicted"), copies(sys.argv[2], "measured")
