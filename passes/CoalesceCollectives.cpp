@@ -44,18 +44,11 @@ public:
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key == "axis")
       return setAxisOption(name(), value, axis_);
-    if (key == "bucket-mb") {
+    if (key == "bucket-mb" || key == "allgather-bucket-mb") {
       double mb;
       if (value.getAsDouble(mb) || !(mb >= 0))
-        return passError(name(), "option bucket-mb expects a number >= 0, got '" + value + "'");
-      bucketBytes_ = static_cast<size_t>(mb * 1e6);
-      return llvm::Error::success();
-    }
-    if (key == "allgather-bucket-mb") {
-      double mb;
-      if (value.getAsDouble(mb) || !(mb >= 0))
-        return passError(name(), "option allgather-bucket-mb expects a number >= 0, got '" + value + "'");
-      gatherBucketBytes_ = static_cast<size_t>(mb * 1e6);
+        return passError(name(), "option " + key + " expects a number >= 0, got '" + value + "'");
+      (key == "bucket-mb" ? bucketBytes_ : gatherBucketBytes_) = static_cast<size_t>(mb * 1e6);
       return llvm::Error::success();
     }
     return Pass::setOption(key, value);

@@ -313,10 +313,11 @@ Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref
   return n->output();
 }
 
-GraphCopier::GraphCopier(const Graph &from) : from_(from), to_(std::make_unique<Graph>()) {
+GraphCopier::GraphCopier(const Graph &from) : to_(std::make_unique<Graph>()) {
   to_->name = from.name;
   to_->opset = from.opset;
   to_->mesh = from.mesh;
+  to_->weights = from.weights;
   to_->coverage = from.coverage;
 }
 
@@ -335,13 +336,6 @@ Node *GraphCopier::copyNode(const Node &n, llvm::StringRef skipAttr) {
     outs.push_back(out->name());
   Node *m = to_->createNode(n.op(), ins, outs, n.domain(), n.name());
   to_->keepOrder(); // a copy keeps the source's order
-  // The weights the copy refers to (a pipeline stage's or a program's share
-  // of the model's, not the whole table per copy).
-  if (n.is("Weight")) {
-    std::string name = n.stringAttr("name", "");
-    if (const WeightRef *ref = from_.weights.find(name); ref && !to_->weights.find(name))
-      to_->weights.add(name, *ref);
-  }
   for (const auto &[k, a] : n.attrs())
     if (k != skipAttr)
       m->setAttr(k, a);

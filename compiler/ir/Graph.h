@@ -210,10 +210,9 @@ Value *getOrCreateWeight(Graph &g, const std::string &name, const WeightRef &ref
 /// A deep copy (values, nodes, shardings, weights by reference).
 std::unique_ptr<Graph> cloneGraph(const Graph &g);
 
-/// A graph with `g`'s name, opset, mesh and coverage and nothing else, and a
-/// copier of `g`'s values and nodes into it (cloneGraph; the programs
-/// split-programs cuts out of one graph); a copied Weight node brings its
-/// weight's reference (`g` must outlive the copier).
+/// A graph with `g`'s name, opset, mesh, weights and coverage and nothing
+/// else, and a copier of `g`'s values and nodes into it (cloneGraph; the
+/// programs split-programs cuts out of one graph).
 class GraphCopier {
 public:
   explicit GraphCopier(const Graph &from);
@@ -231,7 +230,6 @@ public:
   std::unique_ptr<Graph> take() { return std::move(to_); }
 
 private:
-  const Graph &from_;
   std::unique_ptr<Graph> to_;
   llvm::DenseMap<const Value *, Value *> map_;
 };

@@ -106,12 +106,10 @@ public:
     if (elements > std::numeric_limits<int>::max()) // MPI counts are ints (checked here: inspect loads, never runs)
       return kernelError(node_, "moves " + llvm::Twine(elements) + " elements, more than MPI's limit of 2^31 - 1 in "
                                 "one call (compile with a smaller --bucket-mb, or more tensor parallelism)");
-    Communicator *comm = ctx.env ? ctx.env->group(axis_) : nullptr;
-    if (!comm)
-      return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
-    if (comm->size() != parts_)
-      return kernelError(node_, "group '" + axis_ + "' has " + llvm::Twine(comm->size()) +
-                                    " ranks, the program was compiled for " + llvm::Twine(parts_));
+    auto group = axisGroup(node_, ctx, axis_, parts_);
+    if (!group)
+      return group.takeError();
+    Communicator *comm = *group;
     DType dt = ctx.inputs[0].dtype;
     void *out = ctx.outputs[0].data;
     const void *in = ctx.inputs[0].data;

@@ -1,5 +1,6 @@
 //===- CpuKernels.cpp - registers every CPU kernel ------------------------===//
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/comm/Communicator.h"
 
 namespace partita::rt {
 
@@ -35,6 +36,17 @@ bool allOfType(const Node &node, DType t) {
     if (v->type().dtype != t)
       return false;
   return true;
+}
+
+llvm::Expected<Communicator *> axisGroup(const Node &node, const KernelContext &ctx, const std::string &axis,
+                                         int64_t parts) {
+  Communicator *group = ctx.env ? ctx.env->group(axis) : nullptr;
+  if (!group)
+    return kernelError(node, "no communicator for mesh axis '" + axis + "'");
+  if (group->size() != parts)
+    return kernelError(node, "group '" + axis + "' has " + llvm::Twine(group->size()) +
+                                 " ranks, the program was compiled for " + llvm::Twine(parts));
+  return group;
 }
 } // namespace cpu
 

@@ -2,6 +2,10 @@
 #pragma once
 #include "runtime/kernels/KernelRegistry.h"
 
+namespace partita::rt {
+class Communicator;
+}
+
 namespace partita::rt::cpu {
 
 void registerFallbackKernels(KernelRegistry &r);
@@ -25,5 +29,10 @@ llvm::Expected<std::unique_ptr<Kernel>> makeFallbackKernel(const Node &node);
 
 /// True when every input and output of `node` has element type `t`.
 bool allOfType(const Node &node, DType t);
+
+/// The communicator of mesh axis `axis` for `node`'s kernel, checked to
+/// have the `parts` ranks the program was compiled for.
+llvm::Expected<Communicator *> axisGroup(const Node &node, const KernelContext &ctx, const std::string &axis,
+                                         int64_t parts);
 
 } // namespace partita::rt::cpu

@@ -35,15 +35,12 @@ public:
   }
 
   llvm::Error run(KernelContext &ctx) override {
-    Communicator *group = ctx.env ? ctx.env->group(axis_) : nullptr;
+    auto group = axisGroup(node_, ctx, axis_, parts_); // the rank's coordinate is its place in it
     if (!group)
-      return kernelError(node_, "no communicator for mesh axis '" + axis_ + "' (the rank's coordinate on it)");
-    if (group->size() != parts_)
-      return kernelError(node_, "group '" + axis_ + "' has " + llvm::Twine(group->size()) +
-                                    " ranks, the program was compiled for " + llvm::Twine(parts_));
+      return group.takeError();
     const char *in = static_cast<const char *>(ctx.inputs[0].data);
     char *out = static_cast<char *>(ctx.outputs[0].data);
-    size_t coord = static_cast<size_t>(group->rank()), parts = static_cast<size_t>(parts_);
+    size_t coord = static_cast<size_t>((*group)->rank()), parts = static_cast<size_t>(parts_);
     for (int64_t r = 0; r < rows_; ++r)
       std::memcpy(out + static_cast<size_t>(r) * partBytes_,
                   in + (static_cast<size_t>(r) * parts + coord) * partBytes_, partBytes_);

@@ -3,7 +3,7 @@
 // deferred in micro-batches 1..M-1 (its results are the rank's own values:
 // nothing was communicated) and the last micro-batch reduces the sum of all
 // of them, which is the formula's sum over ranks and micro-batches.
-#include "MockCommunicator.h"
+#include "ProgramOnRanks.h"
 #include "compiler/ir/Parser.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/Device.h"
@@ -23,26 +23,11 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
   const int64_t M = 3;
   // x on rank r in micro-batch m: (r + 1) * (m + 1) * {1, 10, 100}.
   auto x = [](int r, int64_t m, int k) { return float((r + 1) * (m + 1)) * (k == 0 ? 1.f : k == 1 ? 10.f : 100.f); };
-  std::mutex mu;
-  std::vector<std::string> failures;
-  test::MockWorld world(2);
-  world.run([&](int rank, Communicator &comm) {
-    auto fail = [&](const std::string &what) {
-      std::lock_guard<std::mutex> lock(mu);
-      failures.push_back("rank " + std::to_string(rank) + ": " + what);
-    };
-    auto g = parseGraph(text, "<test>");
-    if (!g)
-      return fail(llvm::toString(g.takeError()));
-    RuntimeEnv env;
-    env.groups["dp"] = &comm;
-    CpuDevice device;
-    auto p = Program::load(**g, device, &env);
-    if (!p)
-      return fail(llvm::toString(p.takeError()));
-    if (!(*p)->reducedAsync("grad.w") || !(*p)->reducedAsync("loss"))
+  test::runProgramOnRanks(2, text, "dp", [&](int rank, Program &program, const test::Fail &fail) {
+    Program *p = &program;
+    if (!p->reducedAsync("grad.w") || !p->reducedAsync("loss"))
       return fail("the bucket's results are not async reductions");
-    auto created = GradientAccumulator::create(p->get(), **p, {"grad.w"}, {3}, M);
+    auto created = GradientAccumulator::create(p, *p, {"grad.w"}, {3}, M);
     if (!created)
       return fail(llvm::toString(created.takeError()));
     GradientAccumulator &acc = **created;
@@ -52,7 +37,7 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
       std::vector<float> in = {x(rank, m, 0), x(rank, m, 1), x(rank, m, 2)};
       llvm::StringMap<TensorView> feeds;
       feeds["x"] = TensorView{DType::F32, {3}, in.data()};
-      auto outs = (*p)->run(feeds);
+      auto outs = p->run(feeds);
       if (!outs)
         return fail(llvm::toString(outs.takeError()));
       const float *gw = static_cast<const float *>((*outs)[1].data);
@@ -68,6 +53,4 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
     if (acc.lossSum() != 18.0 * 111)
       fail("loss sum is " + std::to_string(acc.lossSum()));
   });
-  for (const std::string &f : failures)
-    ADD_FAILURE() << f;
 }

@@ -3,13 +3,9 @@
 // slots of the largest bucket, not a buffer per bucket. A third bucket
 // waits for the oldest to finish (DeepSpeed's double-buffered reduce
 // bucket), and every result is still the formula's sum over ranks.
-#include "MockCommunicator.h"
-#include "compiler/ir/Parser.h"
-#include "runtime/comm/Communicator.h"
-#include "runtime/core/Device.h"
-#include "runtime/executor/Program.h"
+#include "ProgramOnRanks.h"
+#include "compiler/ir/Graph.h"
 #include <gtest/gtest.h>
-#include <mutex>
 
 using namespace partita;
 using namespace partita::rt;
@@ -24,32 +20,17 @@ TEST(Scratch, ThreeAsyncBucketsShareTwoSlotsAndReduceToTheFormula) {
   const int64_t sizes[] = {8, 32, 16};
   // Operand k's element i on rank r.
   auto value = [](int r, int k, int64_t i) { return float((r + 1) * 1000 + k * 100 + i); };
-  std::mutex mu;
-  std::vector<std::string> failures;
-  test::MockWorld world(2);
-  world.run([&](int rank, Communicator &comm) {
-    auto fail = [&](const std::string &what) {
-      std::lock_guard<std::mutex> lock(mu);
-      failures.push_back("rank " + std::to_string(rank) + ": " + what);
-    };
-    auto g = parseGraph(text, "<test>");
-    if (!g)
-      return fail(llvm::toString(g.takeError()));
-    RuntimeEnv env;
-    env.groups["dp"] = &comm;
-    CpuDevice device;
-    auto p = Program::load(**g, device, &env);
-    if (!p)
-      return fail(llvm::toString(p.takeError()));
+  test::runProgramOnRanks(2, text, "dp", [&](int rank, Program &program, const test::Fail &fail) {
+    Program *p = &program;
     // Two slots of the largest operand (32 floats: 128 bytes, two alignments).
-    if ((*p)->scratchBytes(MemoryCategory::Communication) != 2 * 128)
-      fail("communication scratch " + std::to_string((*p)->scratchBytes(MemoryCategory::Communication)));
-    if ((*p)->kernelBytes(MemoryCategory::Communication) != 0)
-      fail("the kernels keep " + std::to_string((*p)->kernelBytes(MemoryCategory::Communication)) + " bytes");
+    if (p->scratchBytes(MemoryCategory::Communication) != 2 * 128)
+      fail("communication scratch " + std::to_string(p->scratchBytes(MemoryCategory::Communication)));
+    if (p->kernelBytes(MemoryCategory::Communication) != 0)
+      fail("the kernels keep " + std::to_string(p->kernelBytes(MemoryCategory::Communication)) + " bytes");
     // What happened in which order: a kernel ran ("run"), a collective finished (its output).
     std::vector<std::string> events;
-    (*p)->setAfterEachKernel([&] { events.push_back("run"); });
-    (*p)->setCollectiveObserver([&](const Node &n, auto, auto, auto) { events.push_back(n.output()->name()); });
+    p->setAfterEachKernel([&] { events.push_back("run"); });
+    p->setCollectiveObserver([&](const Node &n, auto, auto, auto) { events.push_back(n.output()->name()); });
     std::vector<std::vector<float>> in(3);
     llvm::StringMap<TensorView> feeds;
     const char *names[] = {"a", "b", "c"};
@@ -58,7 +39,7 @@ TEST(Scratch, ThreeAsyncBucketsShareTwoSlotsAndReduceToTheFormula) {
         in[k].push_back(value(rank, k, i));
       feeds[names[k]] = TensorView{DType::F32, {sizes[k]}, in[k].data()};
     }
-    auto outs = (*p)->run(feeds);
+    auto outs = p->run(feeds);
     if (!outs)
       return fail(llvm::toString(outs.takeError()));
     std::vector<std::string> want = {"run", "run", "ga", "run", "gb", "gc"};
@@ -78,6 +59,4 @@ TEST(Scratch, ThreeAsyncBucketsShareTwoSlotsAndReduceToTheFormula) {
       }
     }
   });
-  for (const std::string &f : failures)
-    ADD_FAILURE() << f;
 }

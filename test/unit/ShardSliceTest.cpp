@@ -1,13 +1,8 @@
 // partita.ShardSlice taken at run time (ShardSliceKernel.cpp): each rank of
 // the dp group gets block `its place in the group` of the dimension, in each
 // of its `outer` blocks; two mock ranks on threads, against the index formula.
-#include "MockCommunicator.h"
-#include "compiler/ir/Parser.h"
-#include "runtime/comm/Communicator.h"
-#include "runtime/core/Device.h"
-#include "runtime/executor/Program.h"
+#include "ProgramOnRanks.h"
 #include <gtest/gtest.h>
-#include <mutex>
 
 using namespace partita;
 using namespace partita::rt;
@@ -22,26 +17,10 @@ TEST(ShardSlice, EachRankTakesItsBlockOfEveryOuterBlock) {
   std::vector<float> x(2 * 12 * 3);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>(i);
-  std::mutex mu;
-  std::vector<std::string> failures;
-  test::MockWorld world(2);
-  world.run([&](int rank, Communicator &comm) {
-    auto fail = [&](const std::string &what) {
-      std::lock_guard<std::mutex> lock(mu);
-      failures.push_back("rank " + std::to_string(rank) + ": " + what);
-    };
-    auto g = parseGraph(text, "<test>");
-    if (!g)
-      return fail(llvm::toString(g.takeError()));
-    RuntimeEnv env;
-    env.groups["dp"] = &comm;
-    CpuDevice device;
-    auto p = Program::load(**g, device, &env);
-    if (!p)
-      return fail(llvm::toString(p.takeError()));
+  test::runProgramOnRanks(2, text, "dp", [&](int rank, Program &p, const test::Fail &fail) {
     llvm::StringMap<TensorView> feeds;
     feeds["x"] = TensorView{DType::F32, {2, 12, 3}, x.data()};
-    auto outs = (*p)->run(feeds);
+    auto outs = p.run(feeds);
     if (!outs)
       return fail(llvm::toString(outs.takeError()));
     const float *y = (*outs)[0].as<float>();
@@ -55,30 +34,22 @@ TEST(ShardSlice, EachRankTakesItsBlockOfEveryOuterBlock) {
                    std::to_string(got) + ", want " + std::to_string(want));
           }
   });
-  for (const std::string &f : failures)
-    ADD_FAILURE() << f;
 }
 
 TEST(ShardSlice, RefusesAGroupOfAnotherSize) {
-  test::MockWorld world(2);
-  world.run([&](int, Communicator &comm) {
-    auto g = parseGraph(R"(graph @g(%x: f32[8]) opset 17 {
+  const char *text = R"(graph @g(%x: f32[8]) opset 17 {
   %y = partita.ShardSlice(%x) {axis = "dp", dim = 0, parts = 4} : f32[2]
   return %y
-})",
-                        "<test>");
-    ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
-    RuntimeEnv env;
-    env.groups["dp"] = &comm;
-    CpuDevice device;
-    auto p = Program::load(**g, device, &env);
-    ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
+})";
+  test::runProgramOnRanks(2, text, "dp", [&](int, Program &p, const test::Fail &fail) {
     std::vector<float> x(8);
     llvm::StringMap<TensorView> feeds;
     feeds["x"] = TensorView{DType::F32, {8}, x.data()};
-    auto outs = (*p)->run(feeds);
-    ASSERT_FALSE(static_cast<bool>(outs));
-    EXPECT_NE(llvm::toString(outs.takeError()).find("group 'dp' has 2 ranks, the program was compiled for 4"),
-              std::string::npos);
+    auto outs = p.run(feeds);
+    if (outs)
+      return fail("ran with a group of another size");
+    std::string err = llvm::toString(outs.takeError());
+    if (err.find("group 'dp' has 2 ranks, the program was compiled for 4") == std::string::npos)
+      fail("error: " + err);
   });
 }
