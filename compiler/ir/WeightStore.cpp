@@ -18,9 +18,41 @@ std::string absoluteWeightFile(llvm::StringRef file) {
   return path.str().str();
 }
 
+WeightStore::WeightStore(const WeightStore &other) : base_(other.snapshot()) {}
+
+WeightStore &WeightStore::operator=(const WeightStore &other) {
+  if (this != &other) {
+    base_ = other.snapshot();
+    own_.clear();
+    frozen_.reset();
+  }
+  return *this;
+}
+
+std::shared_ptr<const WeightStore::Table> WeightStore::snapshot() const {
+  if (own_.empty())
+    return base_;
+  if (!frozen_) {
+    auto merged = std::make_shared<Table>(base_ ? *base_ : Table());
+    for (const auto &entry : own_)
+      (*merged)[entry.getKey()] = entry.getValue();
+    frozen_ = std::move(merged);
+  }
+  return frozen_;
+}
+
+void WeightStore::add(const std::string &name, WeightRef ref) {
+  own_[name] = std::move(ref);
+  frozen_.reset(); // a later copy sees this one too; earlier copies keep theirs
+}
+
 const WeightRef *WeightStore::find(llvm::StringRef name) const {
-  auto it = refs_.find(name);
-  return it == refs_.end() ? nullptr : &it->second;
+  if (auto it = own_.find(name); it != own_.end())
+    return &it->second;
+  if (base_)
+    if (auto it = base_->find(name); it != base_->end())
+      return &it->second;
+  return nullptr;
 }
 
 std::string weightViewName(llvm::StringRef base, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> size) {

@@ -112,9 +112,18 @@ llvm::Error forEachBoxRun(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t>
 /// plan.json name a model's external data file.
 std::string absoluteWeightFile(llvm::StringRef file);
 
+/// A graph's weight references by name. Copying one is cheap: the copy
+/// shares a frozen snapshot of the table (made once per table state) and
+/// keeps its own additions apart, so the thousands of program copies a large
+/// compile makes (a stage's, a rank's) do not each copy the model's table.
 class WeightStore {
 public:
-  void add(const std::string &name, WeightRef ref) { refs_[name] = std::move(ref); }
+  WeightStore() = default;
+  WeightStore(const WeightStore &other);
+  WeightStore &operator=(const WeightStore &other);
+  WeightStore(WeightStore &&) = default;
+  WeightStore &operator=(WeightStore &&) = default;
+  void add(const std::string &name, WeightRef ref);
   const WeightRef *find(llvm::StringRef name) const;
   /// Reads (or shares) the weight's bytes. A view or transpose reads only
   /// the stored bytes its box covers (one file open, one read per contiguous
@@ -125,10 +134,15 @@ public:
   /// The box [start, start + size) of the weight: load() of that view.
   llvm::Expected<Tensor> loadBox(llvm::StringRef name, llvm::ArrayRef<int64_t> start,
                                  llvm::ArrayRef<int64_t> size) const;
-  const llvm::StringMap<WeightRef> &all() const { return refs_; }
 
 private:
-  llvm::StringMap<WeightRef> refs_;
+  using Table = llvm::StringMap<WeightRef>;
+  /// The shared snapshot and the additions since (own_ wins).
+  std::shared_ptr<const Table> base_;
+  Table own_;
+  /// base_ and own_ merged, made by the first copy since the last add.
+  mutable std::shared_ptr<const Table> frozen_;
+  std::shared_ptr<const Table> snapshot() const;
 };
 
 } // namespace partita

@@ -363,3 +363,40 @@ TEST(WeightStoreExternal, FlatPartsReadOnlyTheirRows) {
   std::vector<double> rows = expectedBox({6, 8}, {0, 0}, {2, 8});
   EXPECT_EQ(loaded(flat.view({3}, {10})), std::vector<double>(rows.begin() + 3, rows.begin() + 13));
 }
+
+// A copy of a store shares the table it was copied from (compile copies the
+// model's table for every stage and rank program): it sees every weight the
+// source had then, its own additions stay its own, and what the source adds
+// later does not reach it; a copy of the copy sees both layers.
+TEST(WeightStore, CopiesAreSnapshotsWithTheirOwnAdditions) {
+  auto ref = [](int64_t n) {
+    WeightRef r;
+    r.type = TensorType{DType::F32, {n}, true};
+    return r;
+  };
+  WeightStore source;
+  source.add("a", ref(1));
+  source.add("b", ref(2));
+  WeightStore copy = source;
+  source.add("later", ref(3));
+  source.add("a", ref(4)); // replaced in the source after the copy
+  copy.add("shard", ref(5));
+  copy.add("b", ref(6)); // replaced in the copy
+  ASSERT_TRUE(copy.find("a") && copy.find("b") && copy.find("shard"));
+  EXPECT_EQ(copy.find("a")->type.shape, Shape{1});
+  EXPECT_EQ(copy.find("b")->type.shape, Shape{6});
+  EXPECT_EQ(copy.find("later"), nullptr);
+  EXPECT_EQ(source.find("shard"), nullptr);
+  EXPECT_EQ(source.find("a")->type.shape, Shape{4});
+  EXPECT_EQ(source.find("b")->type.shape, Shape{2});
+  WeightStore second = copy;
+  copy.add("after", ref(7));
+  ASSERT_TRUE(second.find("a") && second.find("b") && second.find("shard"));
+  EXPECT_EQ(second.find("b")->type.shape, Shape{6});
+  EXPECT_EQ(second.find("after"), nullptr);
+  WeightStore assigned;
+  assigned.add("gone", ref(8));
+  assigned = source;
+  EXPECT_EQ(assigned.find("gone"), nullptr);
+  ASSERT_TRUE(assigned.find("later"));
+}
