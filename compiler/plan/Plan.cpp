@@ -254,11 +254,15 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
           continue;
         }
         j.attributeObject(key, [&] {
-          for (const auto &[file, pio] : p.programIO)
-            j.attributeObject(file, [&] {
+          for (const auto &entry : p.programIO) {
+            // A named reference, not a structured binding: C++17 lambdas cannot capture those
+            // (clang refuses; the fuzz and sanitizer builds use clang).
+            const auto &pio = entry.second;
+            j.attributeObject(entry.first, [&] {
               j.attributeArray("inputs", [&] { for (const TensorSpec &s : pio.inputs) spec(j, s); });
               j.attributeArray("outputs", [&] { for (const TensorSpec &s : pio.outputs) spec(j, s); });
             });
+          }
         });
       }
     });
