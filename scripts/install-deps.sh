@@ -9,7 +9,7 @@ PKGS=(
   clang-14 libclang-rt-14-dev libomp-14-dev
   libopenmpi-dev openmpi-bin libdnnl-dev
   python3-torch python3-numpy
-  nodejs
+  nodejs iproute2
 )
 missing=()
 for p in "${PKGS[@]}"; do

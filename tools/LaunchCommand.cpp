@@ -22,6 +22,7 @@
 #include "tools/Commands.h"
 #include "tools/CrossMemoryAttach.h"
 #include "tools/DsConfig.h"
+#include "tools/Hostfile.h"
 #include "tools/OutputDir.h"
 #include "tools/ReplicaInference.h"
 #include "tools/MicroBatches.h"
@@ -60,6 +61,8 @@ struct LaunchOptions {
   int threads = 0, repeat = 1;
   double collectiveTimeout = rt::kDefaultCollectiveTimeout;
   std::string rankStatusDir, stagingDir;
+  std::string hostfile;
+  bool checkHost = false; // a worker that checks its host's files instead of running a rank
   rt::TrainOptions train;
 };
 static LaunchOptions opts;
@@ -165,6 +168,15 @@ static cl::opt<std::string> dsConfig("ds-config",
                                      cl::desc("A DeepSpeed config: its keys set the training flags they map to "
                                               "(README); a flag given here overrides the file"),
                                      cl::value_desc("FILE"), BOTH);
+static Flag<std::string> hostfile(
+    "hostfile",
+    cl::desc("Run across the hosts of FILE (Open MPI's format: `HOST slots=N` per line): ranks placed host by host, "
+             "each tensor-parallel group inside one host. The plan, its weight files, --data and --input files must be "
+             "at the same paths on every host (checked on each before any rank starts), --output-dir on a "
+             "filesystem they share"),
+    cl::value_desc("FILE"), cl::location(opts.hostfile), BOTH);
+static Flag<bool> checkHost("check-host", cl::desc("(internal) check this host's files and exit"),
+                            cl::location(opts.checkHost), cl::Hidden, cl::sub(workerCmd));
 // The staging folder the launcher made for the outputs (tools/OutputDir.h).
 static Flag<std::string> stagingDir("staging-dir", cl::desc("(internal) where the ranks write"),
                                     cl::location(opts.stagingDir), cl::Hidden, cl::sub(workerCmd));
@@ -414,6 +426,34 @@ static llvm::Error commitOutput(StagedOutput &staged, int ranks) {
   return traced;
 }
 
+/// The worker's command line, with the launcher's own rank-status folder.
+static std::vector<std::string> statusDirArgs(std::vector<std::string> workerArgs, const std::string &statusDir,
+                                              bool own) {
+  if (own && !statusDir.empty())
+    workerArgs.push_back("--rank-status-dir=" + statusDir);
+  return workerArgs;
+}
+
+/// --hostfile's hosts and where the plan's ranks go on them.
+static llvm::Expected<std::vector<HostRanks>> placeFromHostfile(const Plan &plan) {
+  auto text = llvm::MemoryBuffer::getFile(opts.hostfile);
+  if (!text)
+    return fail("--hostfile " + opts.hostfile + ": " + text.getError().message());
+  auto hosts = parseHostfile((*text)->getBuffer(), opts.hostfile);
+  if (!hosts)
+    return hosts.takeError();
+  int tp = 1;
+  for (size_t i = 0; i < plan.mesh.axes.size(); ++i)
+    if (plan.mesh.axes[i].name == "tp") {
+      tp = static_cast<int>(plan.mesh.axes[i].size);
+      // Ranks are row-major over the mesh: tp innermost keeps a group's ranks consecutive.
+      if (tp > 1 && i + 1 != plan.mesh.axes.size())
+        return fail("--hostfile: the plan's mesh (" + plan.mesh.str() +
+                    ") does not have tp innermost, so its tp groups are not consecutive ranks to keep on a host");
+    }
+  return placeRanks(*hosts, plan.worldSize(), tp, opts.hostfile);
+}
+
 int launchMain(int argc, char **argv) {
   const char *tool = "partita launch";
   const int worldSize = opts.worldSize;
@@ -489,8 +529,19 @@ int launchMain(int argc, char **argv) {
       if (auto err = tokens->checkRange(plan->vocab))
         return reportError(tool, std::move(err));
   }
+  // Across hosts (--hostfile): ranks host by host, whole tp groups per host.
+  std::vector<HostRanks> placement;
+  if (!opts.hostfile.empty()) {
+    if (underMpi)
+      return reportError(tool, fail("--hostfile: this launch already runs under mpirun or Slurm, which placed the "
+                                    "ranks; drop --hostfile (or start partita launch outside them)"));
+    auto placed = placeFromHostfile(*plan);
+    if (!placed)
+      return reportError(tool, placed.takeError());
+    placement = std::move(*placed);
+  }
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&launchMain));
-  std::vector<std::string> args;
+  std::vector<std::string> mpirunArgs;
   if (!underMpi) {
     auto mpirun = llvm::sys::findProgramByName("mpirun");
     if (!mpirun)
@@ -500,17 +551,17 @@ int launchMain(int argc, char **argv) {
     // fixed on 4.x). The launcher does not need mpirun's judgement there: each
     // rank records its own end, and a rank that exits 0 without "end ok" is
     // reported below.
-    args = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
-            std::to_string(worldSize), "--mca", "orte_allowed_exit_without_sync", "1"};
+    mpirunArgs = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                  "--mca", "orte_allowed_exit_without_sync", "1"};
     // Large messages by one copy where the ranks may read each other's
     // memory (CrossMemoryAttach.h), else by vader's fragments; a user's
     // OMPI_MCA_btl_vader_single_copy_mechanism decides instead.
     if (!std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism"))
-      args.insert(args.end(),
-                  {"--mca", "btl_vader_single_copy_mechanism", crossMemoryAttachWorks() ? "cma" : "none"});
+      mpirunArgs.insert(mpirunArgs.end(),
+                        {"--mca", "btl_vader_single_copy_mechanism", crossMemoryAttachWorks() ? "cma" : "none"});
   }
   // The workers get this command line as it was typed, less -n.
-  args.insert(args.end(), {self, "worker"});
+  std::vector<std::string> workerArgs = {self, "worker"};
   for (int i = 2; i < argc; ++i) {
     llvm::StringRef a(argv[i]);
     if (a == "-n" || a == "--n") {
@@ -519,17 +570,22 @@ int launchMain(int argc, char **argv) {
     }
     if (a.startswith("-n=") || a.startswith("--n="))
       continue;
-    args.push_back(a.str());
+    workerArgs.push_back(a.str());
   }
   if (staged)
-    args.push_back("--staging-dir=" + staged->path());
+    workerArgs.push_back("--staging-dir=" + staged->path());
   // Workers write through mpirun, which gives them a terminal even when the
   // user's output is a pipe: the launcher decides.
   if (isatty(fileno(stdout)) && progressBar.getNumOccurrences() == 0)
-    args.push_back("--progress-bar");
-  if (opts.threads == 0) {
+    workerArgs.push_back("--progress-bar");
+  if (opts.threads == 0) { // the cores of a host (the launcher's, taken as every host's) over its ranks
     int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    args.push_back("--threads=" + std::to_string(std::max(1, cores / worldSize)));
+    int perHost = worldSize;
+    if (!placement.empty())
+      perHost = std::max_element(placement.begin(), placement.end(), [](auto &a, auto &b) {
+                  return a.count < b.count;
+                })->count;
+    workerArgs.push_back("--threads=" + std::to_string(std::max(1, cores / perHost)));
   }
   if (!std::isfinite(opts.collectiveTimeout) || opts.collectiveTimeout < 0) {
     char value[32];
@@ -543,11 +599,34 @@ int launchMain(int argc, char **argv) {
   bool ownStatusDir = statusDir.empty();
   if (ownStatusDir) {
     llvm::SmallString<128> dir;
-    if (!llvm::sys::fs::createUniqueDirectory("partita-ranks", dir)) {
+    if (!llvm::sys::fs::createUniqueDirectory("partita-ranks", dir))
       statusDir = dir.str().str();
-      args.push_back("--rank-status-dir=" + statusDir);
-    }
   }
+  if (!placement.empty()) {
+    // Every host has what the plan reads, before any rank starts.
+    auto checks = runHostChecks(mpirunArgs, placement, statusDirArgs(workerArgs, statusDir, ownStatusDir));
+    if (!checks) {
+      if (ownStatusDir && !statusDir.empty())
+        llvm::sys::fs::remove_directories(statusDir);
+      return reportError(tool, checks.takeError());
+    }
+    // A status folder in the launcher's temporary folder is not seen by
+    // other hosts without a shared one: the launch then goes by mpirun's
+    // exit code alone.
+    if (ownStatusDir && llvm::any_of(*checks, [](const HostCheck &c) { return !c.statusDirSeen; })) {
+      llvm::sys::fs::remove_directories(statusDir);
+      statusDir.clear();
+    }
+    llvm::outs() << "partita launch: " << worldSize << " ranks on " << placement.size() << " hosts ("
+                 << describePlacement(placement) << "); the plan's files checked on each\n";
+    llvm::outs().flush();
+    mpirunArgs.insert(mpirunArgs.end(), {"--host", mpirunHosts(placement), "--map-by", "slot"});
+  }
+  std::vector<std::string> args = mpirunArgs;
+  if (!underMpi)
+    args.insert(args.end(), {"-n", std::to_string(worldSize)});
+  for (const std::string &a : statusDirArgs(workerArgs, statusDir, ownStatusDir))
+    args.push_back(a);
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::string errMsg;
   int rc = llvm::sys::ExecuteAndWait(args[0], refs, llvm::None, {}, 0, 0, &errMsg);
@@ -569,6 +648,7 @@ int launchMain(int argc, char **argv) {
 }
 
 static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir);
+static void reportPlacement(const Plan &plan, int rank);
 
 /// Runs this process's rank; any error aborts every rank.
 static llvm::Error runRank(int rank) {
@@ -581,6 +661,7 @@ static llvm::Error runRank(int rank) {
   if (world->size() != plan->worldSize())
     return fail("started with " + llvm::Twine(world->size()) + " ranks, the plan needs " +
                 llvm::Twine(plan->worldSize()));
+  reportPlacement(*plan, rank);
   // Where this rank writes: the launcher's staging folder, or (under an
   // outside mpirun, one launcher per rank) one rank 0 stages for everyone.
   std::optional<StagedOutput> staged;
@@ -784,7 +865,76 @@ static void reportRankError(llvm::StringRef message) {
   ended = 1;
 }
 
+/// A worker run with --check-host: does this host have everything the ranks
+/// will read (the plan and its programs, the model's weight files, --data,
+/// --input) and see the folder the outputs are staged in? One line on stdout
+/// for the launcher (runHostChecks); no MPI.
+static int checkThisHost() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  HostCheck c{name, "", true};
+  llvm::Error err = [&]() -> llvm::Error {
+    auto plan = readPlan(inDir(opts.planDir, "plan.json"));
+    if (!plan)
+      return plan.takeError();
+    if (auto checked = checkArtifacts(opts.planDir, plan->worldSize()); !checked)
+      return checked.takeError();
+    if (auto read = readInputFiles(opts.inputs); !read)
+      return read.takeError();
+    if (!opts.train.data.empty())
+      if (auto tokens = TokenFile::open(opts.train.data, opts.train.dataDtype); !tokens)
+        return tokens.takeError();
+    if (!opts.stagingDir.empty() && !llvm::sys::fs::is_directory(opts.stagingDir))
+      return fail("the folder the outputs are staged in (" + opts.stagingDir + ", for --output-dir " + opts.outDir +
+                  ") is not visible here: --output-dir must be on a filesystem every host shares");
+    return llvm::Error::success();
+  }();
+  if (err)
+    c.error = llvm::toString(std::move(err));
+  c.statusDirSeen = opts.rankStatusDir.empty() || llvm::sys::fs::is_directory(opts.rankStatusDir);
+  llvm::outs() << formatHostCheck(c);
+  return 0;
+}
+
+/// Where the ranks run: rank 0 prints it when they span hosts, and warns of
+/// a tensor-parallel group split over hosts (under a user's own mpirun or
+/// Slurm placement; a --hostfile launch keeps each group on one host).
+static void reportPlacement(const Plan &plan, int rank) {
+  char own[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(own, &len);
+  int n = plan.worldSize();
+  std::vector<char> all(static_cast<size_t>(n) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(own, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  if (rank != 0)
+    return;
+  std::vector<std::string> hostOf;
+  for (int r = 0; r < n; ++r)
+    hostOf.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  std::vector<HostRanks> runs = placementOf(hostOf);
+  std::set<std::string> hosts(hostOf.begin(), hostOf.end());
+  if (hosts.size() < 2)
+    return;
+  llvm::outs() << "partita launch: rank placement: " << describePlacement(runs) << "\n";
+  auto tp = plan.groups.find("tp");
+  int warned = 0;
+  for (const auto &group : tp == plan.groups.end() ? std::vector<std::vector<int64_t>>{} : tp->second) {
+    std::set<std::string> on;
+    for (int64_t r : group)
+      on.insert(hostOf[static_cast<size_t>(r)]);
+    if (on.size() > 1 && warned++ < 4)
+      llvm::errs() << "partita launch: warning: the tensor-parallel group of ranks "
+                   << llvm::join(llvm::map_range(group, [](int64_t r) { return std::to_string(r); }), ", ")
+                   << " spans hosts " << llvm::join(on, ", ")
+                   << ": its all-reduces in every layer cross the network (place each tp group on one host, as "
+                      "--hostfile does)\n";
+  }
+  llvm::outs().flush();
+}
+
 int workerMain() {
+  if (opts.checkHost)
+    return checkThisHost();
   rt::keepLargeAllocationsOnTheHeap(); // before MPI allocates: large collectives without page faults
   MPI_Init(nullptr, nullptr);
   int rank = 0;
