@@ -5,7 +5,8 @@
 
 The graph is built with onnx.helper in the form torch.onnx.export gives at opset 17 (Gather
 embeddings, LayerNormalization, MatMul+Add linears, fused QKV split into heads, causal mask,
-tanh GELU written out, tied LM head as a separate transposed weight). The weights go to one
+tanh GELU written out, an LM head of its own: not tied, also in the sparse file, where both read as
+zeros, which compile does not take for a tie). The weights go to one
 external data file that is created sparse (truncate to size): it occupies no disk and reads as
 zeros, which is enough to measure that the compiler never reads it. With --random SEED the
 file holds seeded random weights instead, written one tensor at a time (a model of any size for

@@ -120,6 +120,25 @@ llvm::Expected<bool> tileMatches(const WeightStore &weights, const std::string &
   }
 }
 
+/// Every element of the table's probe tiles has the same bytes.
+llvm::Expected<bool> probesConstant(const WeightStore &weights, const std::string &table, int64_t vocab,
+                                    int64_t hidden, size_t elem) {
+  std::vector<char> first;
+  for (const Tile &t : probeTiles(vocab, hidden)) {
+    auto e = weights.loadBox(table, {t.row, t.col}, {t.rows, t.cols});
+    if (!e)
+      return e.takeError();
+    const char *bytes = reinterpret_cast<const char *>(e->data());
+    size_t n = static_cast<size_t>(t.rows * t.cols);
+    if (first.empty() && n)
+      first.assign(bytes, bytes + elem);
+    for (size_t i = 0; i < n; ++i)
+      if (std::memcmp(bytes + i * elem, first.data(), elem) != 0)
+        return false;
+  }
+  return true;
+}
+
 /// Every element of `head` [H, V] equals `table` [V, H] transposed: first the
 /// probe tiles, then, when they all match, the whole table in blocks of rows
 /// (memory: two blocks of at most 64 MiB; a tied table is read once, an
@@ -137,6 +156,13 @@ llvm::Expected<bool> equalsTranspose(const WeightStore &weights, const std::stri
     if (!same || !*same)
       return same;
   }
+  // A table whose probes hold one value throughout (an all-zero placeholder,
+  // a constant init) equals the transpose of any head filled the same way:
+  // that says nothing of a tie, and tying two such weights would train one
+  // parameter where the model has two.
+  auto constant = probesConstant(weights, table, vocab, hidden, elem);
+  if (!constant || *constant)
+    return constant ? llvm::Expected<bool>(false) : constant.takeError();
   if (maxCompareBytes && static_cast<uint64_t>(vocab * hidden) * elem > maxCompareBytes) {
     probedOnly = true;
     return false;

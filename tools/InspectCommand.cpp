@@ -32,7 +32,7 @@ namespace cl = llvm::cl;
 
 namespace partita {
 
-static cl::SubCommand inspectCmd("inspect", "Show a compiled plan: IR, memory, communication, coverage");
+static cl::SubCommand inspectCmd("inspect", "Show a compiled plan: mesh, coverage, memory, communication (and IR)");
 static cl::opt<std::string> dir(cl::Positional, cl::desc("<out/>"), cl::sub(inspectCmd), cl::Required);
 static cl::opt<int> microBatches("micro-batches",
                                  cl::desc("The launch's --micro-batches, for the memory prediction (summed gradients)"),
@@ -41,8 +41,16 @@ static cl::opt<std::string> inspectSchedule("schedule",
                                             cl::desc("A pipeline plan's schedule the prediction assumes: 1f1b "
                                                      "(default), gpipe or interleaved"),
                                             cl::init("1f1b"), cl::sub(inspectCmd));
-static cl::opt<int> onlyRank("rank", cl::desc("Show this rank's program instead of the global IR"), cl::init(-1),
+static cl::opt<int> onlyRank("rank",
+                             cl::desc("Print this rank's program (as --ir prints the sharded IR) and list its "
+                                      "collectives"),
+                             cl::init(-1), cl::sub(inspectCmd));
+static cl::opt<bool> printIr("ir", cl::desc("Also print the sharded IR (with --rank k: rank k's program)"),
                              cl::sub(inspectCmd));
+static cl::opt<bool> allInitializers("all-initializers",
+                                     cl::desc("List every trainable initializer (by default: the frozen ones, and "
+                                              "the trainable ones when there are at most 32)"),
+                                     cl::sub(inspectCmd));
 
 /// Under a pipeline, what the micro-batches in flight add to a rank's
 /// activations: each keeps the forward's outputs but the loss in buffers of its
@@ -180,6 +188,37 @@ static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
   }
 }
 
+/// The coverage lines; a deep model's repeat per layer, so beyond 16 lines
+/// those that differ only in their numbers (layer indices) are printed once,
+/// with how many more there are.
+static void printCoverage(llvm::raw_ostream &os, const std::vector<std::string> &lines) {
+  auto shape = [](llvm::StringRef line) {
+    std::string key;
+    for (char c : line)
+      if (!std::isdigit(static_cast<unsigned char>(c)) || key.empty() || key.back() != '#')
+        key += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
+    return key;
+  };
+  std::map<std::string, size_t> count;
+  if (lines.size() > 16)
+    for (const std::string &l : lines)
+      ++count[shape(l)];
+  std::set<std::string> printed;
+  for (const std::string &l : lines) {
+    if (lines.size() <= 16) {
+      os << "  " << l << "\n";
+      continue;
+    }
+    std::string key = shape(l);
+    if (!printed.insert(key).second)
+      continue;
+    os << "  " << l;
+    if (size_t more = count[key] - 1)
+      os << "  (and " << more << " more like it)";
+    os << "\n";
+  }
+}
+
 int inspectMain() {
   const char *tool = "partita inspect";
   auto plan = readPlan(path("plan.json"));
@@ -201,37 +240,54 @@ int inspectMain() {
        << "\n";
   for (const auto &[axis, gs] : plan->groups) {
     os << "  groups along " << axis << ":";
-    for (const auto &g : gs) {
+    // Thousands of ranks make hundreds of groups: the first ones and the last.
+    for (size_t k = 0; k < gs.size(); ++k) {
+      if (gs.size() > 8 && k == 3) {
+        os << " ...";
+        k = gs.size() - 1;
+      }
       os << " [";
-      for (size_t i = 0; i < g.size(); ++i)
-        os << (i ? "," : "") << g[i];
+      for (size_t i = 0; i < gs[k].size(); ++i)
+        os << (i ? "," : "") << gs[k][i];
       os << "]";
     }
+    if (gs.size() > 8)
+      os << " (" << gs.size() << " groups of " << gs.front().size() << ")";
     os << "\n";
   }
   os << "\ncoverage:\n";
   if (plan->coverage.empty())
     os << "  (single device: nothing sharded)\n";
-  for (const auto &c : plan->coverage)
-    os << "  " << c << "\n";
+  printCoverage(os, plan->coverage);
   if (!plan->initializers.empty()) { // training plans: parameters and frozen buffers
     size_t trainable = 0;
     for (const InitializerClass &c : plan->initializers)
       trainable += c.trainable;
     os << "\ninitializers: " << trainable << " trainable, " << plan->initializers.size() - trainable << " frozen\n";
+    // A large model's trainable list runs to thousands of lines: by default
+    // the frozen ones (what will not train is what a user checks).
+    bool listTrainable = allInitializers || plan->initializers.size() <= 32;
     for (const InitializerClass &c : plan->initializers)
-      os << "  " << (c.trainable ? "trainable " : "frozen    ") << c.name << ": " << c.reason << "\n";
+      if (listTrainable || !c.trainable)
+        os << "  " << (c.trainable ? "trainable " : "frozen    ") << c.name << ": " << c.reason << "\n";
+    if (!listTrainable)
+      os << "  (the " << trainable << " trainable ones with --all-initializers)\n";
   }
 
-  std::string irFile = path("global.pir");
-  for (const RankPlan &r : plan->ranks) // dp replicas share their program's folder
-    if (r.rank == onlyRank && llvm::StringRef(r.program("forward")).endswith(".onnx"))
-      irFile = path(llvm::StringRef(r.program("forward")).drop_back(5).str() + ".pir");
-  auto ir = llvm::MemoryBuffer::getFile(irFile);
-  if (!ir)
-    return reportError(tool, llvm::createStringError(ir.getError(), "cannot read " + irFile));
-  os << "\n" << (onlyRank >= 0 ? "rank " + std::to_string(onlyRank) + " program" : std::string("sharded IR"))
-     << " (" << irFile << "):\n" << (*ir)->getBuffer() << "\n";
+  // The IR (a 175B plan's runs to megabytes) only when asked for.
+  if (printIr || onlyRank >= 0) {
+    std::string irFile = path("global.pir");
+    for (const RankPlan &r : plan->ranks) // dp replicas share their program's folder
+      if (r.rank == onlyRank && llvm::StringRef(r.program("forward")).endswith(".onnx"))
+        irFile = path(llvm::StringRef(r.program("forward")).drop_back(5).str() + ".pir");
+    auto ir = llvm::MemoryBuffer::getFile(irFile);
+    if (!ir)
+      return reportError(tool, llvm::createStringError(ir.getError(), "cannot read " + irFile));
+    os << "\n" << (onlyRank >= 0 ? "rank " + std::to_string(onlyRank) + " program" : std::string("sharded IR"))
+       << " (" << irFile << "):\n" << (*ir)->getBuffer() << "\n";
+  } else {
+    os << "\n(the sharded IR: --ir; a rank's program: --rank k)\n";
+  }
 
   char header[128];
   std::snprintf(header, sizeof header, "%-6s %14s %16s %14s %18s\n", "rank", "weights MB", "activations MB",

@@ -2,6 +2,7 @@
 #   tied.onnx       head is a separate initializer equal to E's transpose (torch.onnx's tied head)
 #   near.onnx       the same, one element of the head changed by one ulp (not tied)
 #   transpose.onnx  head is Transpose(E) in the graph (an export without constant folding)
+#   zeros.onnx      E and the head all zeros (equal, but no evidence of a tie)
 # Usage: make_tied.py DIR
 import sys
 import numpy as np
@@ -13,8 +14,8 @@ rng = np.random.default_rng(0)
 E = rng.normal(0, 0.02, (64, 16)).astype(np.float32)
 
 
-def model(name, head, transpose_node=False):
-    inits = [numpy_helper.from_array(E, "emb.weight"),
+def model(name, head, transpose_node=False, table=E):
+    inits = [numpy_helper.from_array(table, "emb.weight"),
              numpy_helper.from_array(np.ones(16, np.float32), "ln.weight"),
              numpy_helper.from_array(np.zeros(16, np.float32), "ln.bias")]
     nodes = [helper.make_node("Gather", ["emb.weight", "ids"], ["h"]),
@@ -36,4 +37,5 @@ near = E.T.copy()
 near[5, 40] = np.nextafter(near[5, 40], np.float32(1))
 model("near", near)
 model("transpose", None, transpose_node=True)
+model("zeros", np.zeros((16, 64), np.float32), table=np.zeros_like(E))
 np.save(f"{out}/tokens.npy", rng.integers(0, 64, 500))
