@@ -9,6 +9,7 @@
 #include "tools/DsConfigReader.h"
 #include "tools/ToolCommon.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -283,6 +284,44 @@ llvm::Error checkDsCompiledBatch(const DsMapping &m, llvm::StringRef dir) {
               "): export it with that batch, or fix a dynamic batch with --input-shape " + first.name + "=...");
 }
 
+/// The keys compile reads (the ZeRO stage, AdamW's constants) are compiled
+/// into the plan: where the config asks for other values (a compile flag
+/// overrode the file, or the file changed since), the launch says so, naming
+/// the key and both values, and runs the plan's.
+static void warnCompiledSettings(llvm::StringRef file, const Plan &plan, int64_t dp) {
+  DsContext compile;
+  compile.tool = DsTool::Compile;
+  compile.dp = dp;
+  auto m = readDsConfig(file, compile);
+  if (!m) { // launch's own reading of the file reports its errors; this one adds none
+    llvm::consumeError(m.takeError());
+    return;
+  }
+  auto compiled = [&](llvm::StringRef flag) -> std::optional<double> {
+    if (flag == "zero")
+      return dp > 1 ? std::optional<double>(static_cast<double>(plan.zero)) : std::nullopt; // dp 1: no ZeRO
+    if (flag == "adam-beta1")
+      return plan.optimizer.beta1;
+    if (flag == "adam-beta2")
+      return plan.optimizer.beta2;
+    if (flag == "adam-eps")
+      return plan.optimizer.eps;
+    if (flag == "weight-decay")
+      return plan.optimizer.weightDecay;
+    return std::nullopt;
+  };
+  for (const DsSetting &s : m->settings) {
+    std::optional<double> have = compiled(s.flag);
+    double asked = 0;
+    if (!have || llvm::StringRef(s.value).getAsDouble(asked))
+      continue;
+    if (std::abs(asked - *have) > 1e-12 * std::max(1.0, std::abs(*have)))
+      llvm::errs() << "partita: warning: " << file << ": " << s.key << " asks for " << llvm::format("%g", asked) << " (compile --"
+                   << s.flag << "), but the plan was compiled with " << llvm::format("%g", *have)
+                   << ": the plan's value is used (compile with this config to change it)\n";
+  }
+}
+
 llvm::Error useDsConfigForLaunch(llvm::StringRef file, llvm::cl::SubCommand &sub, const Plan &plan,
                                  const rt::TrainOptions &train, bool report) {
   if (file.empty())
@@ -312,8 +351,10 @@ llvm::Error useDsConfigForLaunch(llvm::StringRef file, llvm::cl::SubCommand &sub
     return fail(file + ": " + asks + ", but the plan was compiled with --precision " + plan.precision +
                 ": compile it with this config (or --precision " + m->precision + ")");
   }
-  if (report)
+  if (report) {
     printWarnings(*m);
+    warnCompiledSettings(file, plan, ctx.dp);
+  }
   return applyDsSettings(*m, sub);
 }
 

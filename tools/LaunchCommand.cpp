@@ -5,7 +5,8 @@
 // through mpirun (with the flags it needs as root and to oversubscribe the
 // cores), or in place when it already runs under mpirun/Slurm. A worker that
 // fails prints its rank and error and aborts the job, so the launch exits
-// non-zero instead of hanging. Rank 0 writes the outputs.
+// non-zero instead of hanging. Each rank writes its parameter shards into the
+// staged output folder, rank 0 the rest (tools/OutputDir.h).
 //===----------------------------------------------------------------------===//
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
@@ -77,8 +78,10 @@ static Flag<int> worldSize("n", cl::desc("Number of ranks"), cl::location(opts.w
 static Flag<std::string> planDir(cl::Positional, cl::desc("<out/>"), cl::location(opts.planDir), BOTH, cl::Required);
 static cl::list<std::string, std::vector<std::string>> inputs("input", cl::desc("An input: NAME=FILE.npy"),
                                                               cl::location(opts.inputs), BOTH);
-static Flag<std::string> outDir("output-dir", cl::desc("Folder for rank 0's outputs"), cl::location(opts.outDir), BOTH,
-                                cl::Required);
+static Flag<std::string> outDir("output-dir",
+                                cl::desc("Folder for the outputs (required; new or one an earlier launch wrote): "
+                                         "inference outputs, or loss.csv and each rank's trained parameter shards"),
+                                cl::location(opts.outDir), BOTH, cl::Required);
 static Flag<int> threads("threads", cl::desc("Threads per rank (default: cores / ranks, at least 1)"),
                          cl::location(opts.threads), BOTH);
 static Flag<int> repeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
@@ -242,11 +245,16 @@ static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
   if (!trainPlan) {
     if (steps.getNumOccurrences())
       return fail("--steps needs a plan compiled with --train");
-    for (const auto *flag : {&trace, &pipelineSchedule})
+    // Refused, not silently ignored: an inference launch reads none of these.
+    for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+             &trace, &pipelineSchedule, &memory, &profile, &profileByNode, &noOverlap, &lr, &seed, &schedule,
+             &warmup, &minLrRatio, &clipNorm, &skipNonfinite})
       if (flag->getNumOccurrences())
         return fail("--" + flag->ArgStr + " applies to training (a plan compiled with --train)");
     return llvm::Error::success();
   }
+  if (repeat.getNumOccurrences())
+    return fail("--repeat applies to inference; a training plan runs --steps");
   if (!steps.getNumOccurrences())
     return fail("the plan was compiled with --train: give --steps S (>= 1), --data FILE, --batch B and --seq T");
   if (precision != "fp16") // loss scaling exists only under fp16: refused, not silently ignored
