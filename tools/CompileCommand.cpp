@@ -428,9 +428,16 @@ static llvm::Error compile(llvm::StringRef dir) {
   std::map<std::string, int64_t> ranges = indexRanges(g); // before the lookups are split by vocabulary
   std::vector<ParameterClass> classes; // before localize turns weights into shards
   if (differentiate)
-    for (ParameterClass &c : parameterClasses(g)) // the model's initializers: no stage's copy of one
-      if (const Value *w = g.findValue(c.name); !w || !w->definingNode() || !w->definingNode()->hasAttr(kCopyOfAttr))
-        classes.push_back(std::move(c));
+    for (ParameterClass &c : parameterClasses(g)) { // the model's initializers: no stage's copy of one
+      const Value *w = g.findValue(c.name);
+      if (w && w->definingNode() && w->definingNode()->hasAttr(kCopyOfAttr))
+        continue;
+      // Nor the fp32 master of a half parameter (mixed precision's copy, trained with it).
+      llvm::StringRef name(c.name), prefix(optimizer_io::master(""));
+      if (name.startswith(prefix) && g.findValue(name.drop_front(prefix.size())))
+        continue;
+      classes.push_back(std::move(c));
+    }
   // Training needs the loss and the gradients only: without the logits
   // output (output 1, after the loss) a vocab-parallel head's logits are
   // never gathered. Annotation ran first: it finds the LM head by that output.

@@ -234,8 +234,8 @@ int inspectMain() {
   auto &os = llvm::outs();
   os << "plan: " << plan->mesh.str() << ", " << plan->worldSize() << " ranks\n";
   if (plan->precision != "fp32")
-    os << "precision: " << plan->precision << " parameters, activations and gradients (held, saved and "
-       << "communicated in " << plan->precision << "), fp32 compute, fp32 master weights beside the AdamW "
+    os << "precision: " << plan->precision << " parameters, activations and gradients (held and saved in "
+       << plan->precision << "; each collective's type is listed below), fp32 compute, fp32 master weights beside the AdamW "
        << "moments (partitioned with them under ZeRO)" << (plan->precision == "fp16" ? "; loss scaling at launch" : "")
        << "\n";
   for (const auto &[axis, gs] : plan->groups) {

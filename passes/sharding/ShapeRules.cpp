@@ -267,9 +267,12 @@ RuleResult gatherForward(const RuleContext &c) {
   const Layout &data = c.actual[0], &ids = c.actual[1];
   int64_t axis = axisOf(c, c.rank(0)), idsRank = c.rank(1);
   // Vocab-parallel embedding: each rank gathers the rows it holds; the rest
-  // contribute zeros, so the result is a partial sum. Only of a stored table:
-  // rows of an activation split by batch (data parallelism) are gathered.
+  // contribute zeros, so the result is a partial sum. Only of a stored table,
+  // or its cast (mixed precision reads a half table widened): rows of an
+  // activation split by batch (data parallelism) are gathered.
   const Node *table = c.node.input(0)->definingNode();
+  while (table && table->is("Cast") && table->numInputs() == 1)
+    table = table->input(0)->definingNode();
   if (data.dim == axis && axis == 0 && ids.isReplicated() && !data.partial && table && table->is("Weight"))
     return RuleResult{{data, Layout::replicated()}, {Layout::partialSum()}};
   if (data.dim >= 0 && data.dim != axis && ids.isReplicated())
