@@ -38,6 +38,8 @@
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cmath>
 #include <optional>
 
@@ -458,8 +460,47 @@ PassInfo classifyParametersPass() {
           "trainable; integer weights, rotary frequencies (Cos/Sin) and tables "
           "(multiplied into q/k), additive attention masks (0 / <= -1e4, added to the scores before Softmax) are "
           "frozen. Sets attributes trainable = 0|1 and role = the reason; autodiff differentiates trainable "
-          "weights only.",
-          "", [] { return std::make_unique<ClassifyParameters>(); }};
+          "weights only.", [] { return std::make_unique<ClassifyParameters>(); }};
+}
+
+} // namespace partita
+
+namespace partita {
+
+std::vector<std::string> sharedParameterWarnings(const Graph &g, size_t limit) {
+  std::vector<std::string> lines;
+  size_t more = 0;
+  for (const Node *w : g.nodes()) {
+    if (!w->is("Weight") || !isTrainableWeight(*w) || w->output()->type().numel() < 2)
+      continue;
+    std::map<std::string, std::vector<const Node *>> byOp; // the readers, through casts
+    std::vector<const Value *> values{w->output()};
+    for (size_t i = 0; i < values.size(); ++i)
+      for (const Node *u : values[i]->users()) {
+        if (u->is("Cast"))
+          values.push_back(u->output());
+        else
+          byOp[u->op()].push_back(u);
+      }
+    for (const auto &[op, readers] : byOp) {
+      std::set<const Node *> distinct(readers.begin(), readers.end());
+      if (distinct.size() < 2)
+        continue;
+      if (lines.size() >= limit) {
+        ++more;
+        break;
+      }
+      lines.push_back("'" + w->stringAttr("name", w->output()->name()) + "' is one parameter read by " +
+                      std::to_string(distinct.size()) + " " + op + " nodes (" + readers.front()->describe() +
+                      ", ...): training updates it once for all of them. If the model does not share it, "
+                      "the export merged equal initializers (torch.onnx.export in eval mode does): export with "
+                      "training=torch.onnx.TrainingMode.TRAINING");
+      break;
+    }
+  }
+  if (more)
+    lines.push_back(std::to_string(more) + " more such parameter(s)");
+  return lines;
 }
 
 } // namespace partita

@@ -56,3 +56,15 @@ llvm::Error applyParameterOverrides(Graph &g, const ParameterOverrides &o);
 std::vector<ParameterClass> parameterClasses(const Graph &g);
 
 } // namespace partita
+
+namespace partita {
+
+/// A trainable weight that several nodes of one kind read (five
+/// LayerNormalization scales, a bias of every Linear): one parameter the
+/// training updates for all of them. A model may mean it (layers shared as
+/// in ALBERT), but torch.onnx.export in eval mode also merges initializers
+/// that are merely equal, which a fresh model's norm weights and zero biases
+/// are. One line per such weight (at most `limit`), for compile to warn with.
+std::vector<std::string> sharedParameterWarnings(const Graph &g, size_t limit = 8);
+
+} // namespace partita

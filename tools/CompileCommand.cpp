@@ -373,6 +373,8 @@ static llvm::Error compile(llvm::StringRef dir) {
       return err;
     if (auto err = applyParameterOverrides(g, overrides))
       return fail(llvm::toString(std::move(err)));
+    for (const std::string &line : sharedParameterWarnings(g))
+      llvm::errs() << "partita compile: warning: " << line << "\n";
     pm = PassManager();
     pm.verifyEach = true;
     pipeline = (precision != "fp32" ? "mixed-precision{dtype=" + precision + "}," : std::string()) + "add-loss," +
