@@ -28,15 +28,6 @@ class AddLoss : public Pass {
 public:
   llvm::StringRef name() const override { return "add-loss"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "ignore-index") {
-      if (value.getAsInteger(10, ignoreIndex_))
-        return passError(name(), "option ignore-index expects an integer, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     if (g.outputs().empty())
       return passError(name(), "the graph has no outputs");
@@ -83,7 +74,7 @@ public:
   }
 
 private:
-  int64_t ignoreIndex_ = -100;
+  PassOption<int64_t> ignoreIndex_{this, "ignore-index", -100, "label value that is not counted"};
 };
 
 } // namespace
@@ -92,7 +83,6 @@ PassInfo addLossPass() {
   return {"add-loss", "Append next-token cross-entropy over graph output 0 (the logits)",
           "Adds an int64 input 'labels' (ignore_index -100) and makes the mean cross-entropy graph "
           "output 0, as torch.nn.functional.cross_entropy.",
-          "ignore-index=int (-100): label value that is not counted",
           [] { return std::make_unique<AddLoss>(); }};
 }
 

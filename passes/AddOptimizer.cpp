@@ -53,23 +53,16 @@ int64_t stageOfWeight(const Graph &g, const Value &w) {
 
 class AddOptimizer : public Pass {
 public:
-  explicit AddOptimizer(const AdamWOptions &o = {}) : o_(o) {}
+  explicit AddOptimizer(const AdamWOptions &o = {}) {
+    beta1_ = o.beta1;
+    beta2_ = o.beta2;
+    eps_ = o.eps;
+    weightDecay_ = o.weightDecay;
+  }
   llvm::StringRef name() const override { return "add-optimizer"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    double *field = key == "beta1"          ? &o_.beta1
-                    : key == "beta2"        ? &o_.beta2
-                    : key == "eps"          ? &o_.eps
-                    : key == "weight-decay" ? &o_.weightDecay
-                                            : nullptr;
-    if (!field)
-      return Pass::setOption(key, value);
-    if (value.getAsDouble(*field))
-      return passError(name(), "option " + key + " expects a number, got '" + value + "'");
-    return llvm::Error::success();
-  }
-
   llvm::Error run(Graph &g) override {
+    o_ = AdamWOptions{beta1_, beta2_, eps_, weightDecay_};
     if (!o_.valid())
       return passError(name(), "AdamW needs betas in [0, 1), eps > 0 and weight-decay >= 0");
     std::vector<Value *> weights;
@@ -219,7 +212,11 @@ public:
   }
 
 private:
-  AdamWOptions o_;
+  PassOption<double> beta1_{this, "beta1", 0.9, "AdamW's first-moment decay, in [0, 1)"};
+  PassOption<double> beta2_{this, "beta2", 0.999, "AdamW's second-moment decay, in [0, 1)"};
+  PassOption<double> eps_{this, "eps", 1e-8, "AdamW's epsilon, > 0"};
+  PassOption<double> weightDecay_{this, "weight-decay", 0.01, "decoupled weight decay, >= 0"};
+  AdamWOptions o_; // the options above, as the run reads them
 };
 
 } // namespace
@@ -234,7 +231,6 @@ PassInfo addOptimizerPass() {
           "partita.AdamW node (program \"step\") giving updated.w and the updated moments; the L2 norm of the "
           "accumulated gradients as output grad_norm (program \"grad_norm\"). Scalar inputs lr, bias_correction1, "
           "bias_correction2, grad_scale. split-programs cuts the programs apart.",
-          "beta1=float (0.9); beta2=float (0.999); eps=float (1e-8); weight-decay=float (0.01)",
           [] { return std::make_unique<AddOptimizer>(); }};
 }
 

@@ -118,21 +118,6 @@ class AnnotateMegatron : public Pass {
 public:
   llvm::StringRef name() const override { return "annotate-megatron"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "tp") {
-      if (value.getAsInteger(10, tp_) || tp_ < 1)
-        return passError(name(), "option tp expects a positive integer, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    if (key == "axis")
-      return setAxisOption(name(), value, axis_);
-    if (key == "allow-replicated") {
-      allowReplicated_ = value == "1" || value == "true";
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     // Kept to try other sizes on when this one fails.
     std::unique_ptr<Graph> original = tp_ > 1 && !allowReplicated_ && !probing_ ? cloneGraph(g) : nullptr;
@@ -219,11 +204,11 @@ public:
         });
       };
       if (readAsTable(w)) {
-        setLayout(w->output(), axis_, Layout::split(0)); // a tied head follows: split over the vocabulary too
+        setLayout(w->output(), axis_.value(), Layout::split(0)); // a tied head follows: split over the vocabulary too
         // A later pipeline stage's copy of the table (its tied head's) is split as the table is.
         for (Node *c : g.nodes())
           if (c->is("Weight") && c->stringAttr(kCopyOfAttr, "") == w->output()->name() && readAsTable(c))
-            setLayout(c->output(), axis_, Layout::split(0));
+            setLayout(c->output(), axis_.value(), Layout::split(0));
       }
       g.coverage.push_back("embedding: vocab-parallel " + n->describe());
     }
@@ -290,7 +275,7 @@ public:
     // reads them only as split. So their block must shard, replicas allowed or not.
     for (Node *n : g.nodes())
       if (n->is("Weight") && n->hasAttr("kv_copies") &&
-          layoutOf(n->output(), axis_) != Layout::split(n->output()->type().rank() - 1))
+          layoutOf(n->output(), axis_.value()) != Layout::split(n->output()->type().rank() - 1))
         return passError(name(), "weight '" + n->stringAttr("name", "") + "' holds one copy of a kv head per tp " +
                                      "rank, but its attention block was not sharded" +
                                      (problems.empty() ? std::string() : " (" + problems.front() + ")") +
@@ -308,9 +293,10 @@ public:
   }
 
 private:
-  std::string axis_ = "tp";
-  int64_t tp_ = 1;
-  bool allowReplicated_ = false;
+  PassOption<int64_t> tp_{this, "tp", 1, "tensor-parallel size", atLeast<int64_t>(1)};
+  PassOption<std::string> axis_{
+      this, "axis", "tp", "the mesh axis to shard over (added to the graph's mesh, or resized there)", meshAxisName()};
+  PassOption<bool> allowReplicated_{this, "allow-replicated", false, "replicate what cannot be sharded"};
   bool probing_ = false; // a trial run of workingTpSizes: errors only, no suggestions
 
   /// Why projection `n` found no partner: its own output features, else the
@@ -347,7 +333,7 @@ private:
       std::unique_ptr<Graph> trial = cloneGraph(g);
       AnnotateMegatron probe;
       probe.tp_ = t;
-      probe.axis_ = axis_;
+      probe.axis_ = axis_.value();
       probe.probing_ = true;
       if (llvm::Error err = probe.run(*trial))
         llvm::consumeError(std::move(err));
@@ -366,11 +352,11 @@ private:
   /// axes (dp, pp) and their order; a new axis goes last (minor).
   void setMeshAxis(Mesh &mesh) const {
     for (MeshAxis &a : mesh.axes)
-      if (a.name == axis_) {
+      if (a.name == axis_.value()) {
         a.size = tp_;
         return;
       }
-    mesh.axes.push_back(MeshAxis{axis_, tp_});
+    mesh.axes.push_back(MeshAxis{axis_.value(), tp_});
   }
 
   /// A projection outside every attention and MLP block (BERT's pooler, its
@@ -551,10 +537,10 @@ private:
 
   /// Sets the weight (and, for column-parallel Linear, the bias) layout.
   void seed(Node *projection, int64_t weightDim) {
-    setLayout(projection->input(1), axis_, Layout::split(weightDim));
+    setLayout(projection->input(1), axis_.value(), Layout::split(weightDim));
     if (weightDim == 1 && projection->numInputs() > 2 && projection->input(2))
       if (Node *b = projection->input(2)->definingNode(); b && b->is("Weight"))
-        setLayout(projection->input(2), axis_, Layout::split(0));
+        setLayout(projection->input(2), axis_.value(), Layout::split(0));
   }
 
   /// A row-parallel Linear adds its bias after the reduction: MatMul + Add.
@@ -580,8 +566,6 @@ PassInfo annotateMegatronPass() {
           "Pairs column- and row-parallel projections through each op's backward sharding rule, "
           "splits fused q/k/v projections, makes embeddings and the LM head vocab-parallel, and "
           "reports coverage; unshardable attention/MLP blocks are errors unless allow-replicated=1.",
-          "tp=int (1): tensor-parallel size; axis=string (tp): the mesh axis to shard over (added to "
-          "the graph's mesh, or resized there); allow-replicated=bool (0): replicate what cannot be sharded",
           [] { return std::make_unique<AnnotateMegatron>(); }};
 }
 

@@ -103,43 +103,9 @@ class AssignStages : public Pass {
 public:
   llvm::StringRef name() const override { return "assign-stages"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "pp") {
-      if (value.getAsInteger(10, pp_) || pp_ < 1)
-        return passError(name(), "option pp expects an integer >= 1, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    if (key == "cuts") { // /h.2/ln_1/LayerNormalization,/h.4/ln_1/LayerNormalization
-      llvm::SmallVector<llvm::StringRef> items;
-      value.split(items, ',', -1, false);
-      for (llvm::StringRef item : items)
-        cuts_.push_back(item.trim().str());
-      return llvm::Error::success();
-    }
-    if (key == "intensity") { // FLOP per byte moved (StageCost.h)
-      if (value.getAsDouble(intensity_) || !(intensity_ >= 0))
-        return passError(name(), "option intensity expects FLOP per byte >= 0, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    if (key == "equal") { // interleaving: every stage the same number of layers
-      equal_ = value == "1" || value == "true";
-      return llvm::Error::success();
-    }
-    if (key == "layers") { // 3,4,4,3
-      llvm::SmallVector<llvm::StringRef> items;
-      value.split(items, ',', -1, false);
-      for (llvm::StringRef item : items) {
-        int64_t k = 0;
-        if (item.trim().getAsInteger(10, k) || k < 1)
-          return passError(name(), "option layers expects counts >= 1 (3,4,4,3), got '" + value + "'");
-        layers_.push_back(k);
-      }
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
+    layers_ = layersOption_.value();
+    cuts_ = cutsOption_.value();
     if (auto err = assign(g))
       return err;
     placeWeightReads(g);
@@ -404,12 +370,18 @@ private:
     return chosen;
   }
 
-  int64_t pp_ = 1;
-  bool equal_ = false;
-  double intensity_ = kDefaultIntensity;
+  PassOption<int64_t> pp_{this, "pp", 1, "the number of stages", atLeast<int64_t>(1)};
+  PassOption<std::vector<int64_t>> layersOption_{
+      this, "layers", {}, "layers per stage (3,4,4,3) instead of the balance", eachAtLeast<int64_t>(1)};
+  PassOption<bool> equal_{this, "equal", false,
+                          "as many layers on every stage (interleaving), refused when they do not divide"};
+  PassOption<std::vector<std::string>> cutsOption_{
+      this, "cuts", {}, "stages start right before these nodes instead of the balance"};
+  PassOption<double> intensity_{this, "intensity", kDefaultIntensity,
+                                "FLOP per byte moved, the device's machine balance", atLeast(0.0)};
   std::vector<NodeCost> costs_; // prefix sums over the staged nodes
-  std::vector<std::string> cuts_;
-  std::vector<int64_t> layers_;
+  std::vector<int64_t> layers_; // layers= as the run takes it (or derived)
+  std::vector<std::string> cuts_; // cuts=
 };
 
 } // namespace
@@ -421,10 +393,6 @@ PassInfo assignStagesPass() {
           "cross, choosing the boundaries that minimise the slowest stage's roofline time (StageCost.h); the embedding "
           "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
           "no stage. Adds a line per stage to the coverage report.",
-          "pp=int (1): the number of stages; layers=int,int,... : layers per stage instead of the balance; "
-          "equal=0|1 (0): as many layers on every stage (interleaving), refused when they do not divide; "
-          "cuts=name,... : stages start right before these nodes instead; intensity=float (64): FLOP per byte "
-          "moved, the device's machine balance",
           [] { return std::make_unique<AssignStages>(); }};
 }
 

@@ -31,22 +31,6 @@ class Autodiff : public Pass {
 public:
   llvm::StringRef name() const override { return "autodiff"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "wrt" && (value == "weights" || value == "inputs")) {
-      wrtInputs_ = value == "inputs";
-      return llvm::Error::success();
-    }
-    if (key == "wrt")
-      return passError(name(), "option wrt expects 'weights' or 'inputs', got '" + value + "'");
-    if (key == "loss-scale" && (value == "0" || value == "1")) {
-      lossScale_ = value == "1";
-      return llvm::Error::success();
-    }
-    if (key == "loss-scale")
-      return passError(name(), "option loss-scale expects 0 or 1, got '" + value + "'");
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     if (g.outputs().empty())
       return passError(name(), "the graph has no outputs");
@@ -58,13 +42,13 @@ public:
     // inputs, forward through every node); only those carry gradients.
     std::vector<Node *> nodes = g.nodes();
     llvm::DenseSet<const Value *> needed;
-    if (wrtInputs_) {
+    if (wrtInputs()) {
       for (Value *in : g.inputs())
         if (isFloat(in->type().dtype))
           needed.insert(in);
     }
     for (Node *n : nodes) {
-      bool varies = !wrtInputs_ && isTrainableWeight(*n); // a frozen buffer is a constant here
+      bool varies = !wrtInputs() && isTrainableWeight(*n); // a frozen buffer is a constant here
       for (Value *in : n->inputs())
         varies |= in && needed.count(in);
       if (varies)
@@ -135,7 +119,7 @@ public:
         id->setAttr(kStageAttr, *def->attr(kStageAttr));
       g.outputs().push_back(id->output());
     };
-    if (wrtInputs_) {
+    if (wrtInputs()) {
       for (Value *in : g.inputs())
         if (isFloat(in->type().dtype))
           emit(in, in->name());
@@ -153,8 +137,11 @@ public:
   }
 
 private:
-  bool wrtInputs_ = false;
-  bool lossScale_ = false;
+  PassOption<std::string> wrt_{this, "wrt", "weights", "what to differentiate with respect to",
+                               oneOf({"weights", "inputs"})};
+  PassOption<bool> lossScale_{this, "loss-scale", false,
+                              "seed the backward with the loss-scale input instead of 1 (fp16)"};
+  bool wrtInputs() const { return wrt_.value() == "inputs"; }
 };
 
 } // namespace
@@ -164,8 +151,6 @@ PassInfo autodiffPass() {
           "Reverse-mode differentiation with one rule per op; adds grad.<name> outputs for every "
           "trainable float weight (or input, wrt=inputs) the loss depends on; weights marked trainable = 0 "
           "(classify-parameters) are constants.",
-          "wrt=weights|inputs (weights): what to differentiate with respect to; loss-scale=0|1 (0): seed the "
-          "backward with a graph input loss_scale (f32[]) instead of 1",
           [] { return std::make_unique<Autodiff>(); }};
 }
 

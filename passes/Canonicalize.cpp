@@ -63,7 +63,7 @@ PassInfo canonicalizePass() {
   return {"canonicalize", "The canonicalization pipeline",
           "fold-constants, remove-identity, cse, dce, fuse-layernorm, fuse-gelu, fuse-linear, "
           "cse, dce.",
-          "", [] { return std::make_unique<Canonicalize>(); }};
+          [] { return std::make_unique<Canonicalize>(); }};
 }
 
 } // namespace partita

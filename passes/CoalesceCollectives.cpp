@@ -41,19 +41,6 @@ class CoalesceCollectives : public Pass {
 public:
   llvm::StringRef name() const override { return "coalesce-collectives"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "axis")
-      return setAxisOption(name(), value, axis_);
-    if (key == "bucket-mb" || key == "allgather-bucket-mb") {
-      double mb;
-      if (value.getAsDouble(mb) || !(mb >= 0))
-        return passError(name(), "option " + key + " expects a number >= 0, got '" + value + "'");
-      (key == "bucket-mb" ? bucketBytes_ : gatherBucketBytes_) = static_cast<size_t>(mb * 1e6);
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     if (auto err = tagPipelineStages(g)) // a bucket stays within a pipeline stage
       return passError(name(), llvm::toString(std::move(err)));
@@ -72,7 +59,7 @@ public:
       bool same = !buckets.empty() && buckets.back().front()->output()->type().dtype == t.dtype &&
                   buckets.back().front()->op() == n->op() && programOf(*buckets.back().front()) == programOf(*n) &&
                   producerStage(*buckets.back().front()) == producerStage(*n);
-      size_t limit = n->is("AllGather", "partita") ? gatherBucketBytes_ : bucketBytes_;
+      size_t limit = n->is("AllGather", "partita") ? gatherBucketBytes() : bucketBytes();
       if (buckets.empty() || !same || (bytes > 0 && bytes + size > limit)) {
         buckets.emplace_back();
         bytes = 0;
@@ -142,10 +129,13 @@ public:
   }
 
 private:
-  std::string axis_ = "dp";
-  size_t bucketBytes_ = 25'000'000;       // DDP's default bucket_cap_mb
-  size_t gatherBucketBytes_ = 25'000'000; // the same for ZeRO's parameter all-gathers
-
+  PassOption<std::string> axis_{this, "axis", "dp", "the mesh axis", meshAxisName()};
+  PassOption<double> bucketMb_{this, "bucket-mb", 25, // DDP's default bucket_cap_mb
+                               "bucket size in megabytes (0: one all-reduce per result, still async)", atLeast(0.0)};
+  PassOption<double> gatherBucketMb_{this, "allgather-bucket-mb", 25, // the same for ZeRO's parameter all-gathers
+                                     "the all-gathers' bucket size in megabytes (0: leave them alone)", atLeast(0.0)};
+  size_t bucketBytes() const { return static_cast<size_t>(bucketMb_.value() * 1e6); }
+  size_t gatherBucketBytes() const { return static_cast<size_t>(gatherBucketMb_.value() * 1e6); }
 
   /// The pipeline stage of a collective (a bucket never spans two stages;
   /// -1: no pipeline).
@@ -170,10 +160,10 @@ private:
   /// A sum over the axis whose result no node reads (only graph outputs):
   /// an all-reduce, or a reduce-scatter of a 1-D value (ZeRO-2's flat gradients).
   bool candidate(const Graph &g, const Node &n) const {
-    if (n.numInputs() != 1 || n.stringAttr("axis", "") != axis_)
+    if (n.numInputs() != 1 || n.stringAttr("axis", "") != axis_.value())
       return false;
     if (n.is("AllGather", "partita")) // ZeRO-1/2's updated parameters (ZeRO-3's are read by the forward)
-      return gatherBucketBytes_ > 0 && n.input(0)->type().rank() == 1 && n.intAttr("dim", 0) == 0 &&
+      return gatherBucketBytes() > 0 && n.input(0)->type().rank() == 1 && n.intAttr("dim", 0) == 0 &&
              n.intAttr("outer", 1) == 1 && n.intAttr("async", 0) == 0 && onlyLeafReaders(g, *n.output());
     if (!n.output()->users().empty() || !g.isGraphOutput(n.output()))
       return false;
@@ -194,9 +184,6 @@ PassInfo coalesceCollectivesPass() {
           "computed; likewise 1-D reduce-scatters (ZeRO-2's gradients), and 1-D all-gathers whose results "
           "are only graph outputs (ZeRO-1/2's updated parameters) in blocking buckets of allgather-bucket-mb. "
           "Other collectives are left alone.",
-          "axis=string (dp): the mesh axis; bucket-mb=number (25): bucket size in megabytes (0: one "
-          "all-reduce per result, still async); allgather-bucket-mb=number (25): the all-gathers' (0: "
-          "leave them alone)",
           [] { return std::make_unique<CoalesceCollectives>(); }};
 }
 

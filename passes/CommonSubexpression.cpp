@@ -60,7 +60,7 @@ public:
 
 PassInfo commonSubexpressionPass() {
   return {"cse", "Merge identical nodes and identical constants",
-          "Replaces a node by an earlier node with the same op, operands and attributes.", "",
+          "Replaces a node by an earlier node with the same op, operands and attributes.",
           [] { return std::make_unique<CommonSubexpression>(); }};
 }
 

@@ -96,7 +96,7 @@ PassInfo copySharedWeightsPass() {
           "too (a tied embedding's head) reads a copy, <weight>.stage<s>, with the same bytes and copy_of naming "
           "the weight; the copies' gradients are summed between the stages before the step (Megatron's shared "
           "word embeddings).",
-          "", [] { return std::make_unique<CopySharedWeights>(); }};
+          [] { return std::make_unique<CopySharedWeights>(); }};
 }
 
 } // namespace partita

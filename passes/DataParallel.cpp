@@ -44,31 +44,26 @@ class DataParallel : public Pass {
 public:
   llvm::StringRef name() const override { return "data-parallel"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "axis")
-      return setAxisOption(name(), value, axis_);
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     MeshAxis *axis = nullptr;
     for (MeshAxis &a : g.mesh.axes)
-      if (a.name == axis_)
+      if (a.name == axis_.value())
         axis = &a;
     if (!axis)
-      return passError(name(), "axis '" + axis_ + "' is not in " + (g.mesh.empty() ? "the graph (no mesh)" : g.mesh.str()));
+      return passError(name(), "axis '" + axis_.value() + "' is not in " +
+                                   (g.mesh.empty() ? "the graph (no mesh)" : g.mesh.str()));
     const int64_t parts = axis->size;
     if (g.inputs().empty() || g.inputs()[0]->type().rank() == 0)
-      return passError(name(), "the graph's first input has no batch dimension to split over " + axis_);
+      return passError(name(), "the graph's first input has no batch dimension to split over " + axis_.value());
     const int64_t batch = g.inputs()[0]->type().shape[0];
     for (Value *in : g.inputs())
       if (in->type().rank() >= 1 && in->type().shape[0] == batch && !optimizer_io::readOnlyByOptimizer(*in))
-        setLayout(in, axis_, Layout::split(0));
+        setLayout(in, axis_.value(), Layout::split(0));
 
     // 2. Propagate on the graph as exported: one part per rank's batch.
     axis->size = 1;
     PassManager pm;
-    std::string opts = "propagate-sharding{axis=" + axis_ + ",sharded-outputs=1,major=1}";
+    std::string opts = "propagate-sharding{axis=" + axis_.value() + ",sharded-outputs=1,major=1}";
     llvm::Error err = pm.addPipeline(opts);
     if (!err)
       err = pm.run(g);
@@ -83,7 +78,7 @@ public:
     // operand's global shape: a batch gathered for a graph output is whole).
     llvm::DenseSet<const Value *> scaled;
     auto scale = [&](Value *v) {
-      Layout l = layoutOf(v, axis_);
+      Layout l = layoutOf(v, axis_.value());
       if (l.dim < 0)
         return;
       v->type().shape[l.dim] *= parts;
@@ -111,14 +106,14 @@ public:
       return err;
     if (auto err = verifyGraph(g))
       return passError(name(), "the batch (" + llvm::Twine(batch) + " per replica, the leading dimension of input %" +
-                                   g.inputs()[0]->name() + ") cannot be scaled by " + axis_ + "=" +
+                                   g.inputs()[0]->name() + ") cannot be scaled by " + axis_.value() + "=" +
                                    llvm::Twine(parts) + ": " + llvm::toString(std::move(err)) +
                                    " (no sharding rule of that op carries the batch split through it)");
     return llvm::Error::success();
   }
 
 private:
-  std::string axis_ = "dp";
+  PassOption<std::string> axis_{this, "axis", "dp", "the data-parallel mesh axis", meshAxisName()};
 
   /// What the scaling cannot make right, refused before it starts.
   llvm::Error checkSupported(const Graph &g) const {
@@ -127,7 +122,7 @@ private:
       // replica's batch.
       if (n->is("ReduceMean") && n->input(0)->definingNode() &&
           n->input(0)->definingNode()->is("Reshard", "partita")) {
-        Layout l = layoutOf(n->input(0)->definingNode()->input(0), axis_);
+        Layout l = layoutOf(n->input(0)->definingNode()->input(0), axis_.value());
         std::vector<int64_t> axes = n->intsAttr("axes");
         if (n->numInputs() > 1)
           if (const Tensor *t = constantValue(n->input(1)))
@@ -137,20 +132,21 @@ private:
         for (int64_t a : axes)
           reduced |= (a < 0 ? a + rank : a) == l.dim;
         if (l.dim >= 0 && reduced)
-          return passError(name(), "node " + n->describe() + " averages over the batch, which " + axis_ +
+          return passError(name(), "node " + n->describe() + " averages over the batch, which " + axis_.value() +
                                        " splits: its gradient's 1/count was fixed for one replica's batch; write the "
                                        "mean as a sum divided by a count computed in the graph (as add-loss does)");
       }
       // A conversion that adds or removes dp on a dimension another axis
       // splits with an outer factor: the planner's steps would slice dp strided.
       if (n->is("Reshard", "partita")) {
-        Layout from = layoutOf(n->input(0), axis_), to = layoutOf(n->output(), axis_);
+        Layout from = layoutOf(n->input(0), axis_.value()), to = layoutOf(n->output(), axis_.value());
         int64_t d = from.dim >= 0 ? from.dim : to.dim;
         for (const Value *v : {n->input(0), n->output()})
           if (from != to && d >= 0 && v->sharding() && v->sharding()->outerOf(d) != 1)
-            return passError(name(), "node " + n->describe() + " would split or gather the batch over " + axis_ +
-                                         " on dimension " + llvm::Twine(d) + ", which another axis splits strided (" +
-                                         v->sharding()->str() + "); not supported yet");
+            return passError(name(), "node " + n->describe() + " would split or gather the batch over " +
+                                         axis_.value() + " on dimension " + llvm::Twine(d) +
+                                         ", which another axis splits strided (" + v->sharding()->str() +
+                                         "); not supported yet");
       }
     }
     return llvm::Error::success();
@@ -172,10 +168,10 @@ private:
   /// made for one replica's batch: its input becomes dp copies along it.
   llvm::Error repeatForReplicas(Graph &g, Node *n, int64_t parts) {
     Value *in = n->input(0);
-    Layout want = layoutOf(n->output(), axis_);
-    if (!layoutOf(in, axis_).isReplicated())
-      return passError(name(), "node " + n->describe() + " would split over " + axis_ + " a value %" + in->name() +
-                                   " that is a partial sum over it; data parallelism cannot scale it");
+    Layout want = layoutOf(n->output(), axis_.value());
+    if (!layoutOf(in, axis_.value()).isReplicated())
+      return passError(name(), "node " + n->describe() + " would split over " + axis_.value() + " a value %" +
+                                   in->name() + " that is a partial sum over it; data parallelism cannot scale it");
     // A broadcast (the backward of a sum over the batch expands a scalar to
     // [B, T]) is made at the scaled size instead: each rank expands its block.
     Node *def = in->definingNode();
@@ -223,7 +219,6 @@ PassInfo dataParallelPass() {
           "(the loss's sums, weight gradients) come out partial over the axis with partita.Reshard nodes to "
           "replicated at the graph outputs (insert-collectives makes them all-reduces). Expects a mesh with "
           "the axis; run it after tensor parallelism's insert-collectives.",
-          "axis=string (dp): the data-parallel mesh axis",
           [] { return std::make_unique<DataParallel>(); }};
 }
 

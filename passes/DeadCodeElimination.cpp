@@ -27,8 +27,7 @@ public:
 } // namespace
 
 PassInfo deadCodeEliminationPass() {
-  return {"dce", "Dead-code elimination",
-          "Erases nodes whose results are not used by any node or graph output.", "",
+  return {"dce", "Dead-code elimination", "Erases nodes whose results are not used by any node or graph output.",
           [] { return std::make_unique<DeadCodeElimination>(); }};
 }
 

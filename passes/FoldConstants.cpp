@@ -20,14 +20,6 @@ class FoldConstants : public Pass {
 public:
   llvm::StringRef name() const override { return "fold-constants"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key != "max-elements")
-      return Pass::setOption(key, value);
-    if (value.getAsInteger(10, maxElements_) || maxElements_ < 0)
-      return passError(name(), "option max-elements expects a non-negative integer, got '" + value + "'");
-    return llvm::Error::success();
-  }
-
   llvm::Error run(Graph &g) override {
     ConstantEvaluator eval(maxElements_);
     for (Node *n : g.nodes()) {
@@ -55,7 +47,7 @@ public:
   }
 
 private:
-  int64_t maxElements_ = 1 << 16;
+  PassOption<int64_t> maxElements_{this, "max-elements", 1 << 16, "largest result folded", atLeast<int64_t>(0)};
 
   /// Slice/Transpose of a Weight as a view of it, or nullptr.
   static Value *weightView(Graph &g, const Node &n) {
@@ -107,7 +99,6 @@ PassInfo foldConstantsPass() {
           "Evaluates nodes whose inputs are Constants, and Shape/Size of static values, "
           "replacing them with Constant nodes. Expects a typed graph; guarantees no foldable "
           "node with a result of at most max-elements elements remains. Never reads weights.",
-          "max-elements=int (65536): largest result folded",
           [] { return std::make_unique<FoldConstants>(); }};
 }
 

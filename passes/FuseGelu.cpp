@@ -123,7 +123,7 @@ PassInfo fuseGeluPass() {
   return {"fuse-gelu", "Erf and tanh GELU chains to partita.Gelu / partita.FastGelu",
           "Replaces 0.5·x·(1+erf(x/√2)) by partita.Gelu and the tanh approximation by "
           "partita.FastGelu, for any association of the products.",
-          "", [] { return std::make_unique<FuseGelu>(); }};
+          [] { return std::make_unique<FuseGelu>(); }};
 }
 
 } // namespace partita

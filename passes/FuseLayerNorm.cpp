@@ -151,7 +151,7 @@ PassInfo fuseLayerNormPass() {
   return {"fuse-layernorm", "Decomposed LayerNorm to LayerNormalization",
           "Matches ReduceMean/Sub/Pow/ReduceMean/Add(eps)/Sqrt/Div with optional affine Mul/Add "
           "over trailing axes and replaces it with one LayerNormalization.",
-          "", [] { return std::make_unique<FuseLayerNorm>(); }};
+          [] { return std::make_unique<FuseLayerNorm>(); }};
 }
 
 } // namespace partita

@@ -89,7 +89,7 @@ PassInfo fuseLinearPass() {
   return {"fuse-linear", "MatMul + bias Add, and Gemm, to partita.Linear",
           "Rewrites MatMul(x, w 2-D) followed by Add(·, b[N]) as its only use, and Gemm with "
           "alpha=beta=1, transA=0 and a 1-D bias, into partita.Linear(x, w, b).",
-          "", [] { return std::make_unique<FuseLinear>(); }};
+          [] { return std::make_unique<FuseLinear>(); }};
 }
 
 } // namespace partita

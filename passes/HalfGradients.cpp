@@ -49,7 +49,7 @@ PassInfo halfGradientsPass() {
   return {"half-gradients", "Round the weight gradients (grad.<w> outputs) to bf16 or fp16",
           "After autodiff under mixed precision: each float32 graph output grad.<w> becomes its cast to the "
           "half type, so the data-parallel reductions placed on it move half the bytes.",
-          "dtype=bf16|fp16", [] { return std::make_unique<HalfGradients>(); }};
+          [] { return std::make_unique<HalfGradients>(); }};
 }
 
 } // namespace partita

@@ -114,7 +114,7 @@ PassInfo halfParametersPass() {
           "After add-optimizer: each weight a partita.AdamW updates is held in the half type (its float32 bytes "
           "rounded at load) and read through a Cast to float32 in each program; AdamW updates a float32 weight "
           "master.<w> of the same bytes in place (updated.master.<w>), and updated.<w> is its rounding.",
-          "dtype=bf16|fp16", [] { return std::make_unique<HalfParameters>(); }};
+          [] { return std::make_unique<HalfParameters>(); }};
 }
 
 } // namespace partita

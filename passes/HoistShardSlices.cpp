@@ -26,18 +26,13 @@ namespace {
 class HoistShardSlices : public Pass {
 public:
   llvm::StringRef name() const override { return "hoist-shard-slices"; }
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "axis")
-      return setAxisOption(name(), value, axis_);
-    return Pass::setOption(key, value);
-  }
 
   llvm::Error run(Graph &g) override {
     if (g.mesh.empty())
       return llvm::Error::success();
-    const MeshAxis *meshAxis = g.mesh.find(axis_);
+    const MeshAxis *meshAxis = g.mesh.find(axis_.value());
     if (!meshAxis)
-      return passError(name(), "axis '" + axis_ + "' is not in " + g.mesh.str());
+      return passError(name(), "axis '" + axis_.value() + "' is not in " + g.mesh.str());
     std::string axis = meshAxis->name;
     int64_t parts = meshAxis->size;
     bool any = false;
@@ -53,7 +48,7 @@ public:
   }
 
 private:
-  std::string axis_ = "tp";
+  PassOption<std::string> axis_{this, "axis", "tp", "the mesh axis whose slices to hoist", meshAxisName()};
 
   /// `u` sliced to `need`: an existing slice of it, or a new one.
   static Value *sliceOf(Graph &g, Value *u, const Layout &need, const std::string &axis) {
@@ -105,7 +100,7 @@ PassInfo hoistShardSlicesPass() {
           "A partita.ShardSlice of a replicated result moves above its producer when the producer's "
           "sharding rule can make the split result from split or replicated operands, so each rank "
           "computes only its block. Works along one mesh axis.",
-          "axis=string (tp): the mesh axis whose slices to hoist", [] { return std::make_unique<HoistShardSlices>(); }};
+          [] { return std::make_unique<HoistShardSlices>(); }};
 }
 
 } // namespace partita

@@ -40,7 +40,7 @@ PassInfo insertCollectivesPass() {
           "Replaces each partita.Reshard by all-reduce, all-gather, reduce-scatter or a local "
           "slice, as the ReshardPlanner chooses, over the mesh axes on which its operand's and "
           "result's shardings differ.",
-          "", [] { return std::make_unique<InsertCollectives>(); }};
+          [] { return std::make_unique<InsertCollectives>(); }};
 }
 
 } // namespace partita

@@ -36,40 +36,22 @@ Value *i64Const(Graph &g, std::vector<int64_t> v, const std::string &name) {
   return g.createConstant(Tensor::fromInts(DType::I64, {n}, v), name);
 }
 
+/// Option coords: axis:coordinate pairs (dp:1,tp:0), each coordinate >= 0.
+Requirement<std::vector<std::string>> coordinatePairs() {
+  return {"of axis:coordinate pairs (dp:1,tp:0)", [](const std::vector<std::string> &items) {
+            for (const std::string &item : items) {
+              auto [axis, c] = llvm::StringRef(item).split(':');
+              int64_t k = 0;
+              if (axis.trim().empty() || c.trim().getAsInteger(10, k) || k < 0)
+                return false;
+            }
+            return true;
+          }};
+}
+
 class Localize : public Pass {
 public:
   llvm::StringRef name() const override { return "localize"; }
-
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "rank") {
-      if (value.getAsInteger(10, rank_) || rank_ < 0)
-        return passError(name(), "option rank expects a non-negative integer, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    if (key == "runtime-slices" || key == "place-at-load") { // dp
-      llvm::SmallVector<llvm::StringRef, 2> axes;
-      value.split(axes, ',', -1, false);
-      std::set<std::string> &set = key == "runtime-slices" ? runtimeSlices_ : placeAtLoad_;
-      set.clear();
-      for (llvm::StringRef a : axes)
-        set.insert(a.trim().str());
-      return llvm::Error::success();
-    }
-    if (key == "coords") { // dp:1,tp:0
-      coordOption_.clear();
-      llvm::SmallVector<llvm::StringRef, 4> items;
-      value.split(items, ',', -1, false);
-      for (llvm::StringRef item : items) {
-        auto [axis, c] = item.split(':');
-        int64_t k;
-        if (axis.trim().empty() || c.trim().getAsInteger(10, k) || k < 0)
-          return passError(name(), "option coords expects axis:coordinate pairs (dp:1,tp:0), got '" + value + "'");
-        coordOption_.push_back({axis.trim().str(), k});
-      }
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
 
   llvm::Error run(Graph &g) override {
     if (g.mesh.empty())
@@ -107,22 +89,20 @@ public:
         shardWeight(g, n, out);
       else if (n->is("Recv", "partita")) // a pipeline receive of the rank's shard
         n->setAttr("shape", Attribute::ofInts({n->output()->type().shape.begin(), n->output()->type().shape.end()}));
-      else if (n->is("ShardSlice", "partita") && runtimeSlices_.count(n->stringAttr("axis", ""))) {
+      else if (n->is("ShardSlice", "partita") &&
+               llvm::is_contained(runtimeSlices_.value(), n->stringAttr("axis", ""))) {
         if (auto err = runtimeSlice(n))
           return err;
-      }
-      else if (n->is("ShardSlice", "partita")) {
+      } else if (n->is("ShardSlice", "partita")) {
         if (auto err = localSlice(g, n, sliceNodes[n]))
           return err;
-      }
-      else if (n->is("AllReduce", "partita") || n->is("AllGather", "partita") || n->is("ReduceScatter", "partita")) {
+      } else if (n->is("AllReduce", "partita") || n->is("AllGather", "partita") || n->is("ReduceScatter", "partita")) {
         const MeshAxis *axis = g.mesh.find(n->stringAttr("axis", ""));
         if (!axis)
           return passError(name(), "node " + n->describe() + ": its axis '" + n->stringAttr("axis", "") +
                                        "' is not in " + g.mesh.str());
         n->setAttr("parts", Attribute::ofInt(axis->size));
-      }
-      else if ((n->is("Reshape") || n->is("Expand")) && n->input(1))
+      } else if ((n->is("Reshape") || n->is("Expand")) && n->input(1))
         n->setInput(1, g.createShapeConstant(n->output()->type().shape, n->output()->name() + ".shape"));
       else if (n->is("Gather") && splitDim0(n->input(0)) && !out.partial.empty())
         maskedGather(g, n, blockOffset(shardingOf.lookup(n->input(0)), 0, n->input(0)->type().shape[0]));
@@ -155,12 +135,26 @@ public:
   }
 
 private:
-  int64_t rank_ = 0;
-  std::vector<std::pair<std::string, int64_t>> coordOption_;
+  PassOption<int64_t> rank_{this, "rank", 0,
+                            "the rank whose program to produce, row-major over the mesh (on a tp-only mesh, its tp "
+                            "coordinate)",
+                            atLeast<int64_t>(0)};
+  PassOption<std::vector<std::string>> coordOption_{
+      this, "coords", {}, "the rank's coordinate on every mesh axis (dp:1,tp:0), instead of rank", coordinatePairs()};
   Mesh mesh_;
   llvm::SmallVector<int64_t, 4> coords_; // this rank's coordinate on each mesh axis
-  std::set<std::string> runtimeSlices_;  // axes whose slices the runtime takes (option runtime-slices)
-  std::set<std::string> placeAtLoad_;    // axes whose flat weight parts the loader places (place-at-load)
+  PassOption<std::vector<std::string>> runtimeSlices_{
+      this,
+      "runtime-slices",
+      {},
+      "the axes whose partita.ShardSlice nodes stay, taken at run time by the rank's place in the axis's group (the "
+      "ranks along them share a program)"};
+  PassOption<std::vector<std::string>> placeAtLoad_{
+      this,
+      "place-at-load",
+      {},
+      "the axes whose parts of flat weights read by reference are coordinate 0's, placed by the rank's coordinate as "
+      "the program loads"};
 
   /// A slice the runtime takes (ShardSliceKernel.cpp): its group's size.
   llvm::Error runtimeSlice(Node *n) {
@@ -180,14 +174,18 @@ private:
   /// The rank's coordinates from coords=..., else from rank=k (row-major over
   /// the mesh; on a tensor-parallel-only mesh, the tp coordinate).
   llvm::Error resolveCoordinates(const Mesh &mesh) {
-    if (coordOption_.empty()) {
+    if (coordOption_.value().empty()) {
       if (rank_ >= mesh.numDevices())
         return passError(name(), "rank " + llvm::Twine(rank_) + " is outside " + mesh.str());
       coords_ = mesh.coordinates(rank_);
       return llvm::Error::success();
     }
     coords_.assign(mesh.axes.size(), -1);
-    for (const auto &[axis, c] : coordOption_) {
+    for (const std::string &item : coordOption_.value()) {
+      auto [axisText, cText] = llvm::StringRef(item).split(':');
+      std::string axis = axisText.trim().str();
+      int64_t c = 0;
+      cText.trim().getAsInteger(10, c); // checked as the option was parsed (coordinatePairs)
       const MeshAxis *a = mesh.find(axis);
       if (!a)
         return passError(name(), "coords: axis '" + axis + "' is not in " + mesh.str());
@@ -249,7 +247,7 @@ private:
       int64_t stride = 0;
       if (ref->placeableAtLoad() && !s.dims.empty())
         for (size_t k = 0; k < s.dims[0].size(); ++k)
-          if (placeAtLoad_.count(s.dims[0][k])) {
+          if (llvm::is_contained(placeAtLoad_.value(), s.dims[0][k])) {
             byAxis = s.dims[0][k];
             stride = local[0];
             for (size_t later = k + 1; later < s.dims[0].size(); ++later)
@@ -336,7 +334,6 @@ private:
     return llvm::Error::success();
   }
 
-
   /// Gather(W[V/tp, d] of this rank, ids): rows outside this rank's block read
   /// as zeros, so the sum over ranks is the full lookup.
   void maskedGather(Graph &g, Node *n, int64_t row0) {
@@ -384,12 +381,6 @@ PassInfo localizePass() {
   return {"localize", "Rewrite the sharded graph into one rank's program",
           "Per-rank shapes, weight shards as views, local slices, local Reshape targets, masked "
           "vocab-parallel lookups, collective group sizes; drops shardings and the mesh.",
-          "rank=int (0): the rank whose program to produce, row-major over the mesh (on a tp-only "
-          "mesh, its tp coordinate); coords=list (dp:1,tp:0): the rank's coordinate on every mesh "
-          "axis, instead of rank; runtime-slices=list (none): the axes whose partita.ShardSlice nodes stay, "
-          "taken at run time by the rank's place in the axis's group (the ranks along them share a program); "
-          "place-at-load=list (none): the axes whose parts of flat weights read by reference are coordinate "
-          "0's, placed by the rank's coordinate as the program loads",
           [] { return std::make_unique<Localize>(); }};
 }
 

@@ -117,7 +117,7 @@ PassInfo mixedPrecisionPass() {
           "Before add-loss and autodiff: each float32 value a node computes, and each float32 graph input, "
           "is read through a Cast to the half type and back, so activations and (after autodiff) gradients "
           "carry half precision while the compute and the weights stay fp32.",
-          "dtype=bf16|fp16", [] { return std::make_unique<MixedPrecision>(); }};
+          [] { return std::make_unique<MixedPrecision>(); }};
 }
 
 } // namespace partita

@@ -36,21 +36,15 @@ inline Value *castTo(Graph &g, Value *x, DType to, const std::string &out, const
 
 /// A pass whose required option dtype=bf16|fp16 names the half type.
 class HalfTypePass : public Pass {
-public:
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key != "dtype")
-      return Pass::setOption(key, value);
-    half_ = parseHalfType(value);
-    if (!half_)
-      return passError(name(), "option dtype expects bf16 or fp16, got '" + value + "'");
+protected:
+  /// The half type, or an error naming the missing option.
+  llvm::Error requireHalfType() {
+    if (dtype_.value().empty())
+      return passError(name(), "option dtype (bf16 or fp16) is required");
+    half_ = parseHalfType(dtype_.value());
     return llvm::Error::success();
   }
-
-protected:
-  /// An error naming the missing option, unless dtype was given.
-  llvm::Error requireHalfType() {
-    return half_ ? llvm::Error::success() : passError(name(), "option dtype (bf16 or fp16) is required");
-  }
+  PassOption<std::string> dtype_{this, "dtype", "", "the half type (required)", oneOf({"bf16", "fp16"})};
   std::optional<DType> half_;
 };
 

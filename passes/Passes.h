@@ -4,12 +4,9 @@
 
 namespace partita {
 
-/// Option `axis=NAME` of the passes that work on one mesh axis.
-inline llvm::Error setAxisOption(llvm::StringRef pass, llvm::StringRef value, std::string &axis) {
-  if (value.empty())
-    return passError(pass, "option axis expects a mesh axis name");
-  axis = value.str();
-  return llvm::Error::success();
+/// Option `axis=NAME` of the passes that work on one mesh axis: not empty.
+inline Requirement<std::string> meshAxisName() {
+  return {"naming a mesh axis", [](const std::string &v) { return !v.empty(); }};
 }
 
 PassInfo foldConstantsPass();

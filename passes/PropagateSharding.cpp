@@ -34,30 +34,12 @@ class PropagateSharding : public Pass {
 public:
   llvm::StringRef name() const override { return "propagate-sharding"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "sequence-parallel") {
-      sequenceParallel_ = value == "1" || value == "true";
-      return llvm::Error::success();
-    }
-    if (key == "axis")
-      return setAxisOption(name(), value, axis_);
-    if (key == "major") {
-      major_ = value == "1" || value == "true";
-      return llvm::Error::success();
-    }
-    if (key == "sharded-outputs") {
-      shardedOutputs_ = value == "1" || value == "true";
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     if (g.mesh.empty())
       return passError(name(), "the graph has no mesh; run annotate-megatron first");
-    const MeshAxis *axis = g.mesh.find(axis_);
+    const MeshAxis *axis = g.mesh.find(axis_.value());
     if (!axis)
-      return passError(name(), "axis '" + axis_ + "' is not in " + g.mesh.str());
+      return passError(name(), "axis '" + axis_.value() + "' is not in " + g.mesh.str());
     std::string ax = axis->name;
     int64_t parts = axis->size;
     std::map<std::pair<const Value *, std::string>, Value *> reshards;
@@ -126,10 +108,13 @@ public:
   }
 
 private:
-  std::string axis_ = "tp";
-  bool sequenceParallel_ = false;
-  bool shardedOutputs_ = false;
-  bool major_ = false; // the axis is the major split of a dimension it shares
+  PassOption<std::string> axis_{this, "axis", "tp", "the mesh axis to propagate along", meshAxisName()};
+  PassOption<bool> sequenceParallel_{this, "sequence-parallel", false,
+                                     "split LayerNorm/residual regions along the tokens"};
+  PassOption<bool> shardedOutputs_{this, "sharded-outputs", false,
+                                   "keep split graph outputs split (gradients of sharded weights)"};
+  PassOption<bool> major_{this, "major", false,
+                          "on a dimension other axes split too, this axis splits it major-most (data parallelism)"};
 
   /// A token dimension of an activation [.., tokens, features]: the one before
   /// the features if it divides, else the first that does.
@@ -201,10 +186,6 @@ PassInfo propagateShardingPass() {
   return {"propagate-sharding", "Derive every value's sharding from the seeded weights",
           "Applies each op's forward sharding rule in program order and records needed layout "
           "changes as partita.Reshard nodes, along one mesh axis. Expects a mesh (annotate-megatron).",
-          "axis=string (tp): the mesh axis to propagate along; "
-          "sequence-parallel=bool (0): split LayerNorm/residual regions along the tokens; "
-          "sharded-outputs=bool (0): keep split graph outputs split (gradients of sharded weights); "
-          "major=bool (0): on a dimension other axes split too, this axis splits it major-most (data parallelism)",
           [] { return std::make_unique<PropagateSharding>(); }};
 }
 

@@ -43,16 +43,6 @@ class Recompute : public Pass {
 public:
   llvm::StringRef name() const override { return "recompute"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "mode") {
-      if (value != "none" && value != "full" && value != "selective")
-        return passError(name(), "option mode expects none, full or selective, got '" + value + "'");
-      mode_ = value.str();
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     if (mode_ == "none")
       return llvm::Error::success();
@@ -190,7 +180,9 @@ private:
     }
   }
 
-  std::string mode_ = "full";
+  PassOption<std::string> mode_{this, "mode", "full",
+                                "what to recompute: full (each layer), selective (each attention core) or none",
+                                oneOf({"none", "full", "selective"})};
 };
 
 } // namespace
@@ -201,7 +193,7 @@ PassInfo recomputePass() {
           "reads that only the layer reads in the forward, computed from the layer's inputs (which stay saved); "
           "mode=selective does so for each attention core (the scores product, its scaling and mask, the "
           "softmax) from Q and K. The copies are backward nodes; the results are the same operations.",
-          "mode=none|full|selective (full)", [] { return std::make_unique<Recompute>(); }};
+          [] { return std::make_unique<Recompute>(); }};
 }
 
 } // namespace partita

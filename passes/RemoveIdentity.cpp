@@ -69,7 +69,7 @@ public:
 PassInfo removeIdentityPass() {
   return {"remove-identity", "Remove Identity, inference Dropout and no-op Cast/Reshape/Expand",
           "Forwards the operand of nodes that compute the identity. Graph output names are kept.",
-          "", [] { return std::make_unique<RemoveIdentity>(); }};
+          [] { return std::make_unique<RemoveIdentity>(); }};
 }
 
 } // namespace partita

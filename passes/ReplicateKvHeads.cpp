@@ -76,15 +76,6 @@ class ReplicateKvHeads : public Pass {
 public:
   llvm::StringRef name() const override { return "replicate-kv-heads"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "tp") {
-      if (value.getAsInteger(10, tp_) || tp_ < 1)
-        return passError(name(), "option tp expects a positive integer, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     for (Node *e : g.nodes()) {
       std::optional<Repeat> rep = e->isErased() ? std::nullopt : kvRepeat(g, e);
@@ -101,7 +92,7 @@ public:
   }
 
 private:
-  int64_t tp_ = 1;
+  PassOption<int64_t> tp_{this, "tp", 1, "tensor-parallel size", atLeast<int64_t>(1)};
 
   /// The projection the Expand's operand derives from, the ops in between (in
   /// graph order) and the dimension each of their results holds the kv heads
@@ -225,7 +216,7 @@ PassInfo replicateKvHeadsPass() {
           "Grouped-query attention with fewer kv heads than tp: the kv projection's weight becomes a "
           "repeated view (one copy of each kv head per rank that reads it) and the ops up to the head "
           "repeat carry tp heads; the copies are one parameter (kv_copies).",
-          "tp=int (1): tensor-parallel size", [] { return std::make_unique<ReplicateKvHeads>(); }};
+          [] { return std::make_unique<ReplicateKvHeads>(); }};
 }
 
 } // namespace partita

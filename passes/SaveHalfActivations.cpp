@@ -117,7 +117,7 @@ PassInfo saveHalfActivationsPass() {
   return {"save-half-activations", "Save half-precision activations for the backward, not their fp32 casts",
           "After autodiff under mixed precision: the backward reads each saved activation through a cast of "
           "its own from the half value, so the forward saves half values (half the bytes).",
-          "", [] { return std::make_unique<SaveHalfActivations>(); }};
+          [] { return std::make_unique<SaveHalfActivations>(); }};
 }
 
 } // namespace partita

@@ -215,7 +215,7 @@ PassInfo splitFusedProjectionsPass() {
   return {"split-fused-projections", "Cut fused or packed projections into one per piece",
           "Linear followed by Split or Slices along its features becomes one Linear per piece over "
           "views of the weight and bias (no bytes move).",
-          "", [] { return std::make_unique<SplitFusedProjections>(); }};
+          [] { return std::make_unique<SplitFusedProjections>(); }};
 }
 
 } // namespace partita

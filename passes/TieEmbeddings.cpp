@@ -181,19 +181,6 @@ class TieEmbeddings : public Pass {
 public:
   llvm::StringRef name() const override { return "tie-embeddings"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "by-value") {
-      byValue_ = value != "0" && value != "false";
-      return llvm::Error::success();
-    }
-    if (key == "max-compare-kb") {
-      if (value.getAsInteger(10, maxCompareKb_) || maxCompareKb_ < 0)
-        return passError(name(), "option max-compare-kb expects a size in KiB (0: no limit), got '" + value + "'");
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
     std::vector<Node *> tables = embeddingTables(g);
     if (tables.empty())
@@ -220,8 +207,13 @@ public:
   }
 
 private:
-  bool byValue_ = true;
-  int64_t maxCompareKb_ = 512 << 10;
+  PassOption<bool> byValue_{this, "by-value", true,
+                            "also tie a head that is a separate initializer equal to the transpose (0: only a head "
+                            "that refers to the embedding's own bytes, which is one weight in the model itself)"};
+  PassOption<int64_t> maxCompareKb_{this, "max-compare-kb", 512 << 10,
+                                    "a table larger than this (KiB) whose head matches the probes is not compared "
+                                    "whole and stays untied (attribute tie_suspected names the head); 0: no limit",
+                                    atLeast<int64_t>(0)};
 
   llvm::Expected<bool> sameParameter(const Graph &g, const Node &head, const Node &table, bool byValue) {
     const TensorType &ht = head.output()->type(), &tt = table.output()->type();
@@ -271,10 +263,6 @@ PassInfo tieEmbeddingsPass() {
           "[V,H] (or a transposed reference to its bytes) into Transpose(E), so training has one parameter "
           "with the summed gradient, as the exported model does; records the head's initializer in E's "
           "attribute `tied`. Probes 16 tiles, then compares a matching table whole, in blocks.",
-          "max-compare-kb=int (524288, 512 MiB): a table larger than this whose head matches the probes is not compared "
-          "whole and stays untied (attribute tie_suspected names the head); 0: no limit\n"
-          "by-value=0|1 (1): also tie a head that is a separate initializer equal to the transpose (0: only a "
-          "head that refers to the embedding's own bytes, which is one weight in the model itself)",
           [] { return std::make_unique<TieEmbeddings>(); }};
 }
 

@@ -62,27 +62,11 @@ class ZeroPartition : public Pass {
 public:
   llvm::StringRef name() const override { return "zero-partition"; }
 
-  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
-    if (key == "axis")
-      return setAxisOption(name(), value, axis_);
-    if (key == "stage") {
-      if (value.getAsInteger(10, stage_) || stage_ < 1 || stage_ > 3)
-        return passError(name(), "option stage expects 1, 2 or 3, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    if (key == "prefetch" || key == "persist-below") {
-      int64_t &field = key == "prefetch" ? prefetchElements_ : persistBelow_;
-      if (value.getAsInteger(10, field) || field < 0)
-        return passError(name(), "option " + key + " expects a number of elements >= 0, got '" + value + "'");
-      return llvm::Error::success();
-    }
-    return Pass::setOption(key, value);
-  }
-
   llvm::Error run(Graph &g) override {
-    const MeshAxis *axis = g.mesh.find(axis_);
+    const MeshAxis *axis = g.mesh.find(axis_.value());
     if (!axis)
-      return passError(name(), "axis '" + axis_ + "' is not in " + (g.mesh.empty() ? "the graph (no mesh)" : g.mesh.str()));
+      return passError(name(), "axis '" + axis_.value() + "' is not in " +
+                                   (g.mesh.empty() ? "the graph (no mesh)" : g.mesh.str()));
     mesh_ = g.mesh;
     parts_ = axis->size;
     std::vector<Node *> adams;
@@ -127,11 +111,15 @@ public:
   }
 
 private:
-  std::string axis_ = "dp";
-  int stage_ = 1;
+  PassOption<std::string> axis_{this, "axis", "dp", "the data-parallel mesh axis", meshAxisName()};
+  PassOption<int64_t> stage_{this, "stage", 1, "the ZeRO stage", between<int64_t>(1, 3)};
   int64_t parts_ = 1;
-  int64_t prefetchElements_ = -1; // stage 3: gathered elements started ahead; -1: one parameter ahead
-  int64_t persistBelow_ = 0;      // stage 3: a parameter of fewer elements stays whole
+  PassOption<int64_t> prefetchElements_{this, "prefetch", -1,
+                                        "stage 3's gathered elements in flight ahead of their use (-1: one "
+                                        "parameter ahead)",
+                                        atLeast<int64_t>(0)};
+  PassOption<int64_t> persistBelow_{this, "persist-below", 0, "stage 3 leaves a parameter of fewer elements whole",
+                                    atLeast<int64_t>(0)};
 
   /// Stage 3 leaves a small parameter whole on every rank (stage 2 for it):
   /// its all-gather would cost more in latency than its bytes save. The
@@ -182,8 +170,9 @@ private:
       f.dim = split;
       f.outer = s.outerOf(static_cast<size_t>(split));
       for (const std::string &a : axes) {
-        if (a == axis_)
-          return passError(name(), "weight %" + w->name() + " is already split over " + axis_ + " (" + s.str() + ")");
+        if (a == axis_.value())
+          return passError(name(),
+                           "weight %" + w->name() + " is already split over " + axis_.value() + " (" + s.str() + ")");
         f.blocks *= mesh_.find(a)->size;
       }
     }
@@ -192,7 +181,7 @@ private:
     f.type = TensorType{w->type().dtype, {f.blocks * f.length}, true};
     f.perBlock.dims = {axes};
     f.owned.dims = {axes};
-    f.owned.dims[0].push_back(axis_);
+    f.owned.dims[0].push_back(axis_.value());
     return f;
   }
 
@@ -397,7 +386,7 @@ private:
     Value *src = out;
     if (Node *def = out->definingNode(); def && def->is("Reshard", "partita")) {
       const auto &in = def->input(0)->sharding();
-      if (in && std::find(in->partial.begin(), in->partial.end(), axis_) != in->partial.end() &&
+      if (in && std::find(in->partial.begin(), in->partial.end(), axis_.value()) != in->partial.end() &&
           splitAlike(def->input(0), out))
         src = def->input(0);
     }
@@ -733,8 +722,9 @@ private:
         continue;
       if (!v->sharding())
         v->sharding() = Sharding::replicated(v->type().rank());
-      if (std::find(v->sharding()->partial.begin(), v->sharding()->partial.end(), axis_) == v->sharding()->partial.end())
-        v->sharding()->partial.push_back(axis_);
+      if (std::find(v->sharding()->partial.begin(), v->sharding()->partial.end(), axis_.value()) ==
+          v->sharding()->partial.end())
+        v->sharding()->partial.push_back(axis_.value());
       for (Node *u : v->users()) {
         if (roots.count(u))
           continue;
@@ -751,7 +741,7 @@ private:
     for (Node *root : roots) {
       Value *total = root->input(0);
       auto dp = total->sharding()
-                    ? std::find(total->sharding()->partial.begin(), total->sharding()->partial.end(), axis_)
+                    ? std::find(total->sharding()->partial.begin(), total->sharding()->partial.end(), axis_.value())
                     : nullptr;
       if (!dp || dp == total->sharding()->partial.end())
         return passError(name(), "the gradient norm's sum of squares %" + total->name() +
@@ -780,9 +770,6 @@ PassInfo zeroPartitionPass() {
           "(defer = 1) and stage 2 runs every micro-batch. stage=3 also keeps each weight as its rank's part of the "
           "flat buffer, updated in place, all-gathered before its first use in the forward and in the backward. Run "
           "after data-parallel, before insert-collectives.",
-          "stage=int (1): 1, 2 or 3; axis=string (dp): the data-parallel mesh axis; prefetch=int (one parameter "
-          "ahead): stage 3's gathered elements in flight ahead of their use; persist-below=int (0): stage 3 leaves "
-          "a parameter of fewer elements whole",
           [] { return std::make_unique<ZeroPartition>(); }};
 }
 

@@ -43,13 +43,15 @@ def cli():
 def passes():
     out = [HEADER, "# Passes\n\n",
            "Every pass `partita-opt --passes=NAME{opt=value,...}` can run, as `partita-opt --list-passes` "
-           "prints it: the pass, what it expects and guarantees, and its options (type, default).\n\n"]
+           "prints it: the pass, what it expects and guarantees, and its options as the pass declares them "
+           "(`name=type (default)`; a bool is 0/1 or false/true).\n\n"]
     for line in run(opt, "--list-passes").splitlines():
         if not line.startswith(" "):
             name, _, summary = line.partition("  ")
             out.append(f"\n## `{name}`\n\n{summary.strip()}\n\n")
-        elif line.strip().startswith("options:"):
-            out.append("Options: " + line.strip()[len("options:"):].strip() + "\n")
+        elif line.strip().startswith("option "):
+            name, _, rest = line.strip()[len("option "):].partition(": ")
+            out.append(f"- `{name}`: {rest}\n")
         else:
             out.append(line.strip() + "\n\n")
     return re.sub(r"\n{3,}", "\n\n", "".join(out))

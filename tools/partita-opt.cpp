@@ -63,8 +63,8 @@ int main(int argc, char **argv) {
   if (listPasses) {
     for (const auto &p : PassRegistry::get().all()) {
       llvm::outs() << p.name << "  " << p.summary << "\n    " << p.description << "\n";
-      if (!p.options.empty())
-        llvm::outs() << "    options: " << p.options << "\n";
+      for (const std::string &line : describeOptions(*p.create())) // from the pass's declarations
+        llvm::outs() << "    option " << line << "\n";
     }
     return 0;
   }

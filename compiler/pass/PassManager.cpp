@@ -1,11 +1,32 @@
 //===- PassManager.cpp ----------------------------------------------------===//
 #include "compiler/pass/PassManager.h"
 #include "compiler/ir/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace partita {
 
-llvm::Error Pass::setOption(llvm::StringRef key, llvm::StringRef) {
-  return passError(name(), "unknown option '" + key + "'");
+llvm::Error Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
+  std::vector<std::string> known;
+  for (PassOptionBase *o : options_) {
+    if (o->name() == key) {
+      if (!o->parse(value))
+        return passError(name(), "option " + key + " expects " + o->expects() + ", got '" + value + "'");
+      return llvm::Error::success();
+    }
+    known.push_back(o->name());
+  }
+  return passError(
+      name(), "unknown option '" + key + "'" +
+                  (known.empty() ? std::string(" (it takes none)") : " (it takes " + llvm::join(known, ", ") + ")"));
+}
+
+std::vector<std::string> describeOptions(const Pass &pass) {
+  std::vector<std::string> lines;
+  for (const PassOptionBase *o : pass.options()) {
+    std::string def = o->defaultText();
+    lines.push_back(o->name() + "=" + o->typeName().str() + " (" + (def.empty() ? "none" : def) + "): " + o->help());
+  }
+  return lines;
 }
 
 llvm::Error passError(llvm::StringRef pass, const llvm::Twine &msg) {

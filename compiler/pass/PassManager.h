@@ -2,11 +2,13 @@
 //
 // A pass has a command-line name, a one-line summary, a description of what it
 // expects and guarantees (shown by `partita-opt --list-passes`), and typed
-// options set from `name{key=value,...}` in a pipeline string.
+// options (PassOption.h: declared once, as members) set from
+// `name{key=value,...}` in a pipeline string.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Graph.h"
+#include "compiler/pass/PassOption.h"
 #include "llvm/Support/Error.h"
 #include <functional>
 #include <memory>
@@ -15,20 +17,34 @@ namespace partita {
 
 class Pass {
 public:
+  Pass() = default;
+  Pass(const Pass &) = delete; // its options point at it
+  Pass &operator=(const Pass &) = delete;
   virtual ~Pass() = default;
   virtual llvm::StringRef name() const = 0;
   virtual llvm::Error run(Graph &g) = 0;
-  /// Sets option `key`; the default rejects every option.
-  virtual llvm::Error setOption(llvm::StringRef key, llvm::StringRef value);
+  /// Sets option `key` through its declaration; an unknown key or a value
+  /// the option does not take is an error naming the pass, the option and
+  /// what it expects.
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value);
+  /// The declared options, in declaration order.
+  const std::vector<PassOptionBase *> &options() const { return options_; }
+
+private:
+  friend class PassOptionBase;
+  std::vector<PassOptionBase *> options_;
 };
 
 struct PassInfo {
   std::string name;
   std::string summary;
   std::string description;
-  std::string options; // "name=type (default): meaning" lines, for --list-passes
   std::function<std::unique_ptr<Pass>()> create;
 };
+
+/// "name=type (default): help" per declared option of `pass`, for
+/// --list-passes (one line each).
+std::vector<std::string> describeOptions(const Pass &pass);
 
 class PassRegistry {
 public:

@@ -1,7 +1,7 @@
 // max-elements bounds what is folded: a 3x3 mask stays computed at max-elements=4.
 // RUN: partita-opt %s --passes='fold-constants{max-elements=4},dce' | FileCheck %s
 // RUN: not partita-opt %s --passes='fold-constants{max-elements=x}' 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: partita-opt: error: fold-constants: option max-elements expects a non-negative integer, got 'x'
+// BAD: partita-opt: error: fold-constants: option max-elements expects an integer >= 0, got 'x'
 // RUN: not partita-opt %s --passes='fold-constants{size=3}' 2>&1 | FileCheck %s --check-prefix=OPT
 // OPT: partita-opt: error: fold-constants: unknown option 'size'
 // RUN: not partita-opt %s --passes='fold-constants,nosuchpass' 2>&1 | FileCheck %s --check-prefix=UNKNOWN

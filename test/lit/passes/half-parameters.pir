@@ -41,7 +41,7 @@
 
 // TWICE: half-parameters: node '%updated.master.fc.w' (partita.AdamW) already updates a master copy, %master.fc.w (run the pass once)
 // NOADAM: half-parameters: the graph has no partita.AdamW node: run add-optimizer first
-// BAD: half-parameters: option dtype expects bf16 or fp16, got 'f8'
+// BAD: half-parameters: option dtype expects one of bf16, fp16, got 'f8'
 graph @loss(%x: f32[2,8]) opset 17 {
   %fc.w = Weight() {name = "fc.w"} : f32[8,4]
   %h = MatMul(%x, %fc.w) : f32[2,4]

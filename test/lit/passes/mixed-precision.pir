@@ -25,7 +25,7 @@
 // CHECK-NEXT: %[[YH:.*]] = Cast(%[[Y]]) {to = 16} : bf16[16]
 // CHECK-NEXT: %y = Cast(%[[YH]]) {to = 1} : f32[16]
 // CHECK-NEXT: return %y
-// BAD: mixed-precision: option dtype expects bf16 or fp16, got 'fp8'
+// BAD: mixed-precision: option dtype expects one of bf16, fp16, got 'fp8'
 // NODTYPE: mixed-precision: option dtype (bf16 or fp16) is required
 graph @mlp(%x: f32[2,8], %ids: i64[2]) opset 17 {
   %w = Weight() {name = "fc.w"} : f32[8,8]

@@ -83,7 +83,7 @@
 // LOCAL3: %w1 = Weight() {name = "w1#zero3#shard0.tp.dp"} : f32[12]
 // LOCAL3: %w1.gathered = partita.AllGather(%w1) {async = 1, axis = "dp", dim = 0, parts = 2, program = "forward"} : f32[24]
 // LOCAL3: %w1.full = partita.UnflattenShards(%w1.gathered) {blocks = 1, dim = 1, program = "forward", shape = [8, 3]} : f32[8,3]
-// STAGE4: zero-partition: option stage expects 1, 2 or 3, got '4'
+// STAGE4: zero-partition: option stage expects an integer in [1, 3], got '4'
 // prefetch=0: each gather starts where its weight is first used.
 // NOPREFETCH: %w1.gathered = partita.AllGather(%w1)
 // NOPREFETCH-NEXT: %w1.full = partita.UnflattenShards(%w1.gathered)
@@ -93,7 +93,7 @@
 // PERSIST: %w1 = Weight() {name = "w1#zero3"} : f32[48] {S(tp,dp)}
 // PERSIST: %b = Weight() {name = "b"} : f32[5] {R}
 // PERSIST: %updated.b = partita.UnflattenShards({{.*}}) {blocks = 1, dim = 0, program = "step", shape = [5]} : f32[5] {R}
-// BADPREFETCH: zero-partition: option prefetch expects a number of elements >= 0, got '-2'
+// BADPREFETCH: zero-partition: option prefetch expects an integer >= 0, got '-2'
 // NOADAM: zero-partition: the graph has no partita.AdamW node: run add-optimizer first
 // AXIS: zero-partition: axis 'ep' is not in mesh<dp=2, tp=2>
 graph @g(%x: f32[4,8]) opset 17 mesh<dp=2, tp=2> {

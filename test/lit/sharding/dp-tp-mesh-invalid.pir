@@ -7,7 +7,7 @@
 // MISSING: error: localize: coords: no coordinate for axis 'tp' of mesh<dp=2, tp=2>
 // OUTSIDE: error: localize: coords: dp:2 is outside mesh<dp=2, tp=2>
 // UNKNOWN: error: localize: coords: axis 'pp' is not in mesh<dp=2, tp=2>
-// SYNTAX: error: localize: option coords expects axis:coordinate pairs (dp:1,tp:0), got 'dp=1'
+// SYNTAX: error: localize: option coords expects a comma-separated list of axis:coordinate pairs (dp:1,tp:0), got 'dp=1'
 graph @g(%x: f32[4,8] {S(dp),R}) opset 17 mesh<dp=2, tp=2> {
   %y = Relu(%x) : f32[4,8]
   return %y
