@@ -285,7 +285,7 @@ public:
     if (!problems.empty() && !allowReplicated_ && tp_ > 1)
       return passError(name(), problems.front() +
                                    (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
-                                                              " more; see the coverage report)"
+                                                              " more; --allow-replicated compiles it and lists them all under coverage)"
                                                         : "") +
                                    (original ? "; " + workingTpSizes(*original) : std::string()) +
                                    "; pass allow-replicated=1 (--allow-replicated) to replicate it");

@@ -287,7 +287,7 @@ private:
     g.coverage.push_back("pipeline: " + std::to_string(pp_) + " stages over " + std::to_string(pieces) +
                          (keys.empty() ? " pieces (no numbered layers: cut where the fewest values cross)"
                                        : " layers") +
-                         (layers_.empty() ? ", balanced by cost" : ", as layers= gives"));
+                         (layers_.empty() ? ", balanced by cost" : ", the layers per stage as given"));
     for (int64_t s = 0; s < pp_; ++s) {
       int64_t firstPiece = s == 0 ? 0 : chosen[s - 1] + 1;
       int64_t lastPiece = s + 1 == pp_ ? pieces - 1 : chosen[s];

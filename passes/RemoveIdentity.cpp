@@ -15,11 +15,13 @@ namespace {
 bool isInferenceDropout(const Node &n) {
   if (!n.is("Dropout"))
     return false;
-  // Opset 12+: training_mode is input 2 (default false); a mask output in use
-  // would need materialising.
+  // Opset 12+: training_mode is input 2 (default false), and a training-mode
+  // Dropout of ratio 0 (a training-mode export with p = 0) drops nothing
+  // either; a mask output in use would need materialising.
   if (n.input(2)) {
     auto mode = scalarConstant(n.input(2));
-    if (!mode || *mode != 0)
+    auto ratio = n.input(1) ? scalarConstant(n.input(1)) : std::nullopt;
+    if ((!mode || *mode != 0) && (!ratio || *ratio != 0))
       return false;
   }
   return n.numOutputs() < 2 || !n.output(1)->hasUsers();

@@ -66,12 +66,16 @@ def main():
         os.symlink(os.path.join(repo, "models"), os.path.join(work, "models"))
         ok = 0
         for start, text in blocks:
-            r = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            if r.returncode != 0:
+            try:  # an example is seconds; a hung one must not hang the suite
+                r = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env, timeout=300,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                code, output = r.returncode, r.stdout
+            except subprocess.TimeoutExpired as e:
+                code, output = "timeout after 300 s", (e.stdout or b"").decode(errors="replace")
+            if code != 0:
                 failed += 1
-                print(f"{os.path.relpath(f, repo)}:{start}: example failed (exit {r.returncode}):\n{text}"
-                      f"--- output (last 40 lines) ---\n" + "\n".join(r.stdout.splitlines()[-40:]))
+                print(f"{os.path.relpath(f, repo)}:{start}: example failed (exit {code}) in {work}:\n{text}"
+                      f"--- output (last 40 lines) ---\n" + "\n".join(output.splitlines()[-40:]))
                 break  # the file's later examples build on this one
             ok += 1
         else:

@@ -59,7 +59,7 @@ static cl::list<std::string> ppCuts("pp-cuts",
                                     cl::CommaSeparated, cl::sub(compileCmd));
 static cl::list<int> ppLayers("pp-layers",
                               cl::desc("Transformer layers per pipeline stage (3,4,4,3) instead of the cost balance"),
-                              cl::CommaSeparated, cl::sub(compileCmd));
+                              cl::value_desc("n1,n2,..."), cl::CommaSeparated, cl::sub(compileCmd));
 static cl::opt<int> zero("zero", cl::desc("ZeRO stage 0-3"), cl::init(0), cl::sub(compileCmd));
 static cl::opt<bool> train("train", cl::desc("Build training programs"), cl::init(false), cl::sub(compileCmd));
 static cl::opt<bool> sequenceParallel("sequence-parallel", cl::desc("Megatron sequence parallelism"),
@@ -417,6 +417,16 @@ static llvm::Error compile(llvm::StringRef dir) {
       return err;
   if (auto err = pm.run(g))
     return err;
+  // What canonicalize leaves of a Dropout drops elements: refused here, not
+  // when a rank loads the program (the runtime has no random masks yet).
+  for (const Node *n : g.nodes())
+    if (n->is("Dropout")) {
+      const Tensor *mode = n->input(2) ? constantValue(n->input(2)) : nullptr;
+      if (!n->input(2) || (mode && mode->intAt(0) == 0)) // inference mode: kept for its mask
+        return fail("node " + n->describe() + ": a Dropout whose mask output is read is not supported");
+      return fail("node " + n->describe() + ": a training-mode Dropout that drops elements is not supported "
+                  "(Partita trains without dropout): export with the model's dropout set to 0, or in eval mode");
+    }
   for (const Node *n : g.nodes())
     if (n->is("Weight") && n->hasAttr("tie_suspected"))
       g.coverage.push_back("untied: '" + n->stringAttr("tie_suspected", "") +
@@ -435,8 +445,8 @@ static llvm::Error compile(llvm::StringRef dir) {
       if (w && w->definingNode() && w->definingNode()->hasAttr(kCopyOfAttr))
         continue;
       // Nor the fp32 master of a half parameter (mixed precision's copy, trained with it).
-      llvm::StringRef name(c.name), prefix(optimizer_io::master(""));
-      if (name.startswith(prefix) && g.findValue(name.drop_front(prefix.size())))
+      const std::string prefix = optimizer_io::master("");
+      if (llvm::StringRef(c.name).startswith(prefix) && g.findValue(c.name.substr(prefix.size())))
         continue;
       classes.push_back(std::move(c));
     }

@@ -21,12 +21,21 @@ llvm::Expected<std::vector<HostSlots>> parseHostfile(llvm::StringRef text, llvm:
     if (line.empty())
       continue;
     std::string where = (path + ":" + llvm::Twine(i + 1) + ": ").str();
+    // Any blanks between words, and around '=' (Open MPI takes `slots = 4`).
+    std::string joined;
+    for (llvm::StringRef rest = line; !rest.empty();) {
+      auto [word, tail] = rest.split('=');
+      joined += word.trim().str();
+      if (tail.data() != nullptr && rest.contains('='))
+        joined += '=';
+      rest = tail.ltrim();
+    }
     llvm::SmallVector<llvm::StringRef> words;
-    line.split(words, ' ', -1, /*KeepEmpty=*/false);
+    llvm::SplitString(joined, words, " \t\v\f");
     HostSlots h;
     h.name = words[0].str();
     for (llvm::StringRef w : llvm::makeArrayRef(words).drop_front()) {
-      auto [key, value] = w.trim().split('=');
+      auto [key, value] = w.split('=');
       if (key == "slots") {
         if (value.getAsInteger(10, h.slots) || h.slots < 1)
           return fail(where + "slots=" + value + " of host " + h.name + ": expected a whole number >= 1");
@@ -98,8 +107,12 @@ std::string formatHostCheck(const HostCheck &c) {
 }
 
 static std::optional<HostCheck> parseHostCheck(llvm::StringRef line) {
+  // From the tag on: mpirun may prefix lines (orte_tag_output, timestamps).
+  size_t at = line.find(kCheckTag);
+  if (at == llvm::StringRef::npos)
+    return std::nullopt;
   llvm::SmallVector<llvm::StringRef> f;
-  line.rtrim("\r").split(f, '\t', 3);
+  line.drop_front(at).rtrim("\r").split(f, '\t', 3);
   if (f.size() != 4 || f[0] != kCheckTag)
     return std::nullopt;
   return HostCheck{f[1].str(), f[3].str(), f[2] == "status"};

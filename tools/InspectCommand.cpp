@@ -190,9 +190,12 @@ static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
 
 /// The coverage lines; a deep model's repeat per layer, so beyond 16 lines
 /// those that differ only in their numbers (layer indices) are printed once,
-/// with how many more there are.
+/// with how many more there are. A pipeline's lines are each a stage's own
+/// (its layers, cost and cut): always printed whole.
 static void printCoverage(llvm::raw_ostream &os, const std::vector<std::string> &lines) {
   auto shape = [](llvm::StringRef line) {
+    if (line.startswith("pipeline"))
+      return line.str();
     std::string key;
     for (char c : line)
       if (!std::isdigit(static_cast<unsigned char>(c)) || key.empty() || key.back() != '#')
@@ -266,7 +269,7 @@ int inspectMain() {
     os << "\ninitializers: " << trainable << " trainable, " << plan->initializers.size() - trainable << " frozen\n";
     // A large model's trainable list runs to thousands of lines: by default
     // the frozen ones (what will not train is what a user checks).
-    bool listTrainable = allInitializers || plan->initializers.size() <= 32;
+    bool listTrainable = allInitializers || trainable <= 32;
     for (const InitializerClass &c : plan->initializers)
       if (listTrainable || !c.trainable)
         os << "  " << (c.trainable ? "trainable " : "frozen    ") << c.name << ": " << c.reason << "\n";

@@ -892,6 +892,9 @@ static int checkThisHost() {
     if (!opts.train.data.empty())
       if (auto tokens = TokenFile::open(opts.train.data, opts.train.dataDtype); !tokens)
         return tokens.takeError();
+    if (!dsConfig.empty())
+      if (auto text = llvm::MemoryBuffer::getFile(dsConfig); !text)
+        return fail("--ds-config " + dsConfig + ": " + text.getError().message());
     if (!opts.stagingDir.empty() && !llvm::sys::fs::is_directory(opts.stagingDir))
       return fail("the folder the outputs are staged in (" + opts.stagingDir + ", for --output-dir " + opts.outDir +
                   ") is not visible here: --output-dir must be on a filesystem every host shares");
@@ -918,7 +921,10 @@ static void reportPlacement(const Plan &plan, int rank) {
     return;
   std::vector<std::string> hostOf;
   for (int r = 0; r < n; ++r)
-    hostOf.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+  {
+    const char *name = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    hostOf.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
   std::vector<HostRanks> runs = placementOf(hostOf);
   std::set<std::string> hosts(hostOf.begin(), hostOf.end());
   if (hosts.size() < 2)

@@ -31,6 +31,18 @@ graph @keep(%x: f32[2,8]) opset 17 {
 }
 
 // -----
+// A training-mode Dropout of ratio 0 (an export with p = 0) drops nothing.
+// CHECK-LABEL: graph @nodrop(%x: f32[2,8]) opset 17 {
+// CHECK-NEXT: %y = Neg(%x) : f32[2,8]
+graph @nodrop(%x: f32[2,8]) opset 17 {
+  %r = Constant() {value = dense<f32[]>[0.0]} : f32[]
+  %t = Constant() {value = dense<bool[]>[1]} : bool[]
+  %d = Dropout(%x, %r, %t) : f32[2,8]
+  %y = Neg(%d) : f32[2,8]
+  return %y
+}
+
+// -----
 // An Identity that produces a graph output: the output name survives.
 // CHECK-LABEL: graph @out(%x: f32[4]) opset 17 {
 // CHECK-NEXT: %logits = Neg(%x) : f32[4]

@@ -5,7 +5,7 @@
 // least 8) that would shard every block.
 
 // An MLP with hidden size 30: tp=4 splits neither projection.
-// TP4: partita-opt: error: annotate-megatron: projection '%h' (MatMul) could not be sharded: its 30 output features do not divide by tp=4 (and 1 more; see the coverage report); tp=1, 2, 3, 5 or 6 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
+// TP4: partita-opt: error: annotate-megatron: projection '%h' (MatMul) could not be sharded: its 30 output features do not divide by tp=4 (and 1 more; --allow-replicated compiles it and lists them all under coverage); tp=1, 2, 3, 5 or 6 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @mlp(%x: f32[4,8]) opset 17 {
   %w1 = Weight() {name = "w1"} : f32[8,30]
   %w2 = Weight() {name = "w2"} : f32[30,8]
@@ -18,7 +18,7 @@ graph @mlp(%x: f32[4,8]) opset 17 {
 
 // -----
 // Attention with d=32 and 4 heads of 8: tp=3 splits no head evenly.
-// TP3: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: 4 heads do not divide by tp=3 (and 4 more; see the coverage report); tp=1, 2 or 4 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
+// TP3: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: 4 heads do not divide by tp=3 (and 4 more; --allow-replicated compiles it and lists them all under coverage); tp=1, 2 or 4 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @attention(%x: f32[1,4,32]) opset 17 {
   %wq = Weight() {name = "wq"} : f32[32,32]
   %wk = Weight() {name = "wk"} : f32[32,32]

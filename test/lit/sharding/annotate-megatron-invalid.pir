@@ -1,7 +1,7 @@
 // RUN: not partita-opt %s --split-input-file --passes='annotate-megatron{tp=4}' 2>&1 | FileCheck %s
 
 // Two heads cannot be split four ways.
-// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: 2 heads do not divide by tp=4 (and 3 more; see the coverage report); tp=1 or 2 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
+// CHECK: partita-opt: error: annotate-megatron: attention block at '%p' (Softmax) could not be sharded: 2 heads do not divide by tp=4 (and 3 more; --allow-replicated compiles it and lists them all under coverage); tp=1 or 2 would shard every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @attention(%x: f32[1,4,8]) opset 17 {
   %wq = Weight() {name = "wq"} : f32[8,8]
   %wk = Weight() {name = "wk"} : f32[8,8]
@@ -53,7 +53,7 @@ graph @mlp(%x: f32[4,8]) opset 17 {
 // One head divides by no tp > 1: the message gives the single head as the
 // reason (v and the output projection could split the head's features; q and
 // k could not) and says which sizes were tried.
-// CHECK: partita-opt: error: annotate-megatron: projection '%q' (MatMul) could not be sharded: it feeds the attention scores at '%p' (Softmax), whose 1 head(s) do not divide by tp=4 (and 1 more; see the coverage report); of tp=1..8 only tp=1 shards every block; pass allow-replicated=1 (--allow-replicated) to replicate it
+// CHECK: partita-opt: error: annotate-megatron: projection '%q' (MatMul) could not be sharded: it feeds the attention scores at '%p' (Softmax), whose 1 head(s) do not divide by tp=4 (and 1 more; --allow-replicated compiles it and lists them all under coverage); of tp=1..8 only tp=1 shards every block; pass allow-replicated=1 (--allow-replicated) to replicate it
 graph @one_head(%x: f32[1,4,8]) opset 17 {
   %wq = Weight() {name = "wq"} : f32[8,8]
   %wk = Weight() {name = "wk"} : f32[8,8]

@@ -8,4 +8,4 @@ hide=""
 case "${PARTITA_TEST_HIDE:-}" in
 "$host":*) hide="mount -t tmpfs partita-test-hidden '${PARTITA_TEST_HIDE#*:}' && " ;;
 esac
-exec ip netns exec "$host" unshare --uts --mount --propagation private sh -c "hostname $host && $hide$*"
+exec ip netns exec "$host${PARTITA_TEST_NETNS_SUFFIX:-}" unshare --uts --mount --propagation private sh -c "hostname $host && $hide$*"
