@@ -929,7 +929,11 @@ static void reportPlacement(const Plan &plan, int rank) {
   std::set<std::string> hosts(hostOf.begin(), hostOf.end());
   if (hosts.size() < 2)
     return;
-  llvm::outs() << "partita launch: rank placement: " << describePlacement(runs) << "\n";
+  // Whole lines, each in one write: mpirun forwards stdout and stderr apart,
+  // and a line split between writes interleaves with the warnings below.
+  std::string line = "partita launch: rank placement: " + describePlacement(runs) + "\n";
+  llvm::outs() << line;
+  llvm::outs().flush();
   auto tp = plan.groups.find("tp");
   int warned = 0;
   for (const auto &group : tp == plan.groups.end() ? std::vector<std::vector<int64_t>>{} : tp->second) {
@@ -937,13 +941,12 @@ static void reportPlacement(const Plan &plan, int rank) {
     for (int64_t r : group)
       on.insert(hostOf[static_cast<size_t>(r)]);
     if (on.size() > 1 && warned++ < 4)
-      llvm::errs() << "partita launch: warning: the tensor-parallel group of ranks "
-                   << llvm::join(llvm::map_range(group, [](int64_t r) { return std::to_string(r); }), ", ")
-                   << " spans hosts " << llvm::join(on, ", ")
-                   << ": its all-reduces in every layer cross the network (place each tp group on one host, as "
-                      "--hostfile does)\n";
+      llvm::errs() << "partita launch: warning: the tensor-parallel group of ranks " +
+                          llvm::join(llvm::map_range(group, [](int64_t r) { return std::to_string(r); }), ", ") +
+                          " spans hosts " + llvm::join(on, ", ") +
+                          ": its all-reduces in every layer cross the network (place each tp group on one host, "
+                          "as --hostfile does)\n";
   }
-  llvm::outs().flush();
 }
 
 int workerMain() {
