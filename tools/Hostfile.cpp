@@ -26,7 +26,7 @@ llvm::Expected<std::vector<HostSlots>> parseHostfile(llvm::StringRef text, llvm:
     for (llvm::StringRef rest = line; !rest.empty();) {
       auto [word, tail] = rest.split('=');
       joined += word.trim().str();
-      if (tail.data() != nullptr && rest.contains('='))
+      if (rest.contains('='))
         joined += '=';
       rest = tail.ltrim();
     }
@@ -92,10 +92,6 @@ std::string describePlacement(const std::vector<HostRanks> &placement) {
                     (h.count > 1 ? "-" + std::to_string(h.first + h.count - 1) : ""));
   return llvm::join(parts, ", ");
 }
-
-} // namespace partita
-
-namespace partita {
 
 static constexpr llvm::StringLiteral kCheckTag = "partita-host-check";
 

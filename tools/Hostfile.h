@@ -41,10 +41,6 @@ std::string mpirunHosts(const std::vector<HostRanks> &placement);
 /// "pa 0-1, pb 2-3": where each host's ranks run.
 std::string describePlacement(const std::vector<HostRanks> &placement);
 
-} // namespace partita
-
-namespace partita {
-
 /// What one host's check found (a worker run with --check-host prints it as
 /// one line; the launcher reads the lines back).
 struct HostCheck {
