@@ -41,7 +41,7 @@ namespace {
 /// complete (a table read on two stages, a tied head's, sums both
 /// contributions there); -1: no pipeline.
 int64_t stageOfWeight(const Graph &g, const Value &w) {
-  const Value *grad = g.findValue("grad." + w.name());
+  const Value *grad = g.findValue(optimizer_io::gradOutput(w.name()));
   const Node *def = grad ? grad->definingNode() : nullptr;
   if (def && def->hasAttr(kStageAttr))
     return def->intAttr(kStageAttr, -1);
@@ -69,7 +69,7 @@ public:
     std::vector<DType> gradTypes;
     for (Value *out : g.outputs()) {
       llvm::StringRef w(out->name());
-      if (!w.consume_front("grad."))
+      if (!w.consume_front(optimizer_io::kGradPrefix))
         continue;
       Value *wv = g.findValue(w);
       if (!wv || !wv->definingNode() || !wv->definingNode()->is("Weight"))
@@ -144,7 +144,7 @@ public:
                                 {{"dim", Attribute::ofInt(rep.dim)},
                                  {"block", Attribute::ofInt(rep.block)},
                                  {"copies", Attribute::ofInt(copies)},
-                                 {"axis", Attribute::ofString("tp")},
+                                 {"axis", Attribute::ofString(mesh_axis::kTensor)},
                                  {"numel", Attribute::ofInt(w->type().numel())}},
                                 "partita"),
                            program);

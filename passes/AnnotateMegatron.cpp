@@ -23,6 +23,7 @@
 // graph's coverage report. The tensor-parallel axis (option axis, tp) is added
 // to the graph's mesh, or resized there; the mesh's other axes are kept.
 //===----------------------------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "compiler/ops/OpRegistry.h"
 #include "passes/PatternMatch.h"
 #include "passes/SplitFusedProjections.h"
@@ -67,7 +68,7 @@ struct PairSearch {
       why = "graph input %" + v->name() + " would need to be split";
       return false;
     }
-    if (d->is("Weight") || d->is("Constant")) {
+    if (hasTrait(*d, OpTrait::Source)) {
       if (l.outer != 1)
         why = "constant %" + v->name() + " would need a strided slice";
       return l.outer == 1; // sliced locally
@@ -295,7 +296,7 @@ public:
 private:
   PassOption<int64_t> tp_{this, "tp", 1, "tensor-parallel size", atLeast<int64_t>(1)};
   PassOption<std::string> axis_{
-      this, "axis", "tp", "the mesh axis to shard over (added to the graph's mesh, or resized there)", meshAxisName()};
+      this, "axis", mesh_axis::kTensor, "the mesh axis to shard over (added to the graph's mesh, or resized there)", meshAxisName()};
   PassOption<bool> allowReplicated_{this, "allow-replicated", false, "replicate what cannot be sharded"};
   bool probing_ = false; // a trial run of workingTpSizes: errors only, no suggestions
 
@@ -371,7 +372,7 @@ private:
     llvm::DenseSet<const Node *> seen;
     std::vector<const Node *> stack;
     for (const Value *out : g.outputs())
-      if (!llvm::StringRef(out->name()).startswith("grad.") && out->definingNode())
+      if (!llvm::StringRef(out->name()).startswith(optimizer_io::kGradPrefix) && out->definingNode())
         stack.push_back(out->definingNode());
     while (!stack.empty()) {
       const Node *n = stack.back();
@@ -395,13 +396,13 @@ private:
       if (i >= 256)
         return false;
       const Node *d = back[i]->definingNode();
-      if (!d || !visited.insert(back[i]).second || d->is("Weight") || d->is("Constant"))
+      if (!d || !visited.insert(back[i]).second || hasTrait(*d, OpTrait::Source))
         continue;
       if (d->is("Softmax") || d->is("LogSoftmax") || projectionWeight(d))
         return false;
       bool residual = d->is("Add") && d->numInputs() == 2 && !constantValue(d->input(0)) &&
                       !constantValue(d->input(1));
-      if (d->op().find("Norm") != std::string::npos || residual)
+      if (hasTrait(*d, OpTrait::Normalizes) || residual)
         continue;
       for (const Value *in : d->inputs())
         if (in && isFloat(in->type().dtype))
@@ -476,8 +477,8 @@ private:
       const Value *v = stack.back();
       stack.pop_back();
       Node *d = v->definingNode();
-      if (!d || !seen.insert(v).second || seen.size() > 256 || d->is("Weight") || d->is("Constant") ||
-          d->is("Softmax") || d->op().find("Norm") != std::string::npos)
+      if (!d || !seen.insert(v).second || seen.size() > 256 || hasTrait(*d, OpTrait::Source) ||
+          d->is("Softmax") || hasTrait(*d, OpTrait::Normalizes))
         continue;
       if (ownWeight(d)) {
         if (llvm::find(found, d) == found.end())

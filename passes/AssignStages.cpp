@@ -27,6 +27,7 @@
 // run on the first stage that reads them. Each
 // stage's layers and cost are added to the graph's coverage (plan.json).
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/LayerNames.h"
 #include "passes/StageCost.h"
@@ -43,7 +44,7 @@ namespace partita {
 
 namespace {
 
-bool isLeaf(const Node &n) { return n.is("Constant") || n.is("Weight"); }
+bool isLeaf(const Node &n) { return hasTrait(n, OpTrait::Source); }
 
 /// Orders the nodes so that each layer's are contiguous where the data
 /// allows: an encoder-decoder's export interleaves the decoder's first

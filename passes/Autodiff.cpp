@@ -16,6 +16,7 @@
 //
 //   %loss = ReduceSum(%y) ...          →  ... return %loss, %"grad.w"
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/AddOptimizer.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/Passes.h"
@@ -84,7 +85,7 @@ public:
         dOut.push_back(grads.lookup(out));
         any |= dOut.back() != nullptr;
       }
-      if (!any || n->is("Weight") || n->is("Constant"))
+      if (!any || hasTrait(*n, OpTrait::Source))
         continue;
       bool wantsInput = false;
       for (Value *in : n->inputs())
@@ -113,7 +114,7 @@ public:
       Value *d = grads.lookup(v);
       if (!d)
         return;
-      Node *id = g.createNode("Identity", {d}, {"grad." + label});
+      Node *id = g.createNode("Identity", {d}, {optimizer_io::gradOutput(label)});
       id->output()->type() = d->type();
       if (const Node *def = d->definingNode(); def && def->hasAttr(kStageAttr))
         id->setAttr(kStageAttr, *def->attr(kStageAttr));

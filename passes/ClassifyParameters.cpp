@@ -28,6 +28,7 @@
 //   %r = Mul(%q, %c) ...  ; %q reaches MatMul(%q', %kT)
 //     →  %c = Weight() {name = "onnx::Mul_438", role = "rotary table ...", trainable = 0}
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/TieEmbeddings.h"
 #include "passes/Passes.h"
@@ -47,24 +48,19 @@ namespace partita {
 
 namespace {
 
-/// Ops that only move, reshape or select a tensor's elements.
-const llvm::StringSet<> &movers() {
-  static const llvm::StringSet<> s{"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile",
-                                   "Slice",   "Cast",      "Identity", "Split",    "Neg",     "Gather"};
-  return s;
+/// Ops that move, select or map a tensor's elements one by one: a weight
+/// through them is still that weight (transposed, cast, negated, ...).
+bool mapsElements(const Node &n) {
+  return hasTrait(n, OpTrait::MovesElements) || (hasTrait(n, OpTrait::Elementwise) && n.numInputs() == 1);
 }
 
-bool isProjection(const Node &n) {
-  return n.is("MatMul") || n.is("Gemm") || n.is("Linear", "partita") || n.is("Conv") || n.is("ConvTranspose") ||
-         n.is("Einsum");
+/// Elementwise and data-movement ops: a value through them is still, element
+/// for element, that value's data.
+bool carriesElements(const Node &n) {
+  return hasTrait(n, OpTrait::Elementwise) || hasTrait(n, OpTrait::MovesElements);
 }
 
-bool isNorm(const Node &n) {
-  return n.is("LayerNormalization") || n.is("InstanceNormalization") || n.is("GroupNormalization") ||
-         n.is("SimplifiedLayerNormalization") || n.is("RMSNormalization");
-}
-
-/// A Weight, possibly through movers (a projection's operand, not an activation).
+/// A Weight, possibly through such ops (a projection's operand, not an activation).
 bool isWeightView(const Value *v) {
   for (int depth = 0; v && depth < 8; ++depth) {
     const Node *d = v->definingNode();
@@ -72,7 +68,7 @@ bool isWeightView(const Value *v) {
       return false;
     if (d->is("Weight"))
       return true;
-    if (!movers().count(d->op()) || !d->domain().empty())
+    if (!mapsElements(*d))
       return false;
     v = d->input(0);
   }
@@ -137,10 +133,10 @@ private:
   llvm::DenseMap<const Value *, bool> memo_;
 };
 
-/// Whether `v` flows through ops named in `through` (default domain) into a
-/// node for which `isTarget` holds; looks at most 64 values ahead.
+/// Whether `v` flows through elementwise and data-movement ops into a node
+/// for which `isTarget` holds; looks at most 64 values ahead.
 template <typename Pred>
-bool flowsInto(const Value *v, const llvm::StringSet<> &through, Pred isTarget) {
+bool flowsInto(const Value *v, Pred isTarget) {
   std::vector<const Value *> work{v};
   llvm::DenseSet<const Value *> seen;
   while (!work.empty() && seen.size() < 64) {
@@ -151,7 +147,7 @@ bool flowsInto(const Value *v, const llvm::StringSet<> &through, Pred isTarget) 
     for (const Node *u : x->users()) {
       if (isTarget(u))
         return true;
-      if (u->domain().empty() && through.count(u->op()))
+      if (carriesElements(*u))
         for (const Value *o : u->outputs())
           work.push_back(o);
     }
@@ -162,17 +158,13 @@ bool flowsInto(const Value *v, const llvm::StringSet<> &through, Pred isTarget) 
 /// Whether `v` flows into a Softmax through elementwise and view ops only:
 /// it is (part of) attention scores.
 bool reachesSoftmax(const Value *v) {
-  static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Where", "Max", "Min", "Reshape", "Transpose",
-                                         "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity", "Slice"};
-  return flowsInto(v, through, [](const Node *u) { return u->is("Softmax") || u->is("LogSoftmax"); });
+  return flowsInto(v, [](const Node *u) { return u->is("Softmax") || u->is("LogSoftmax"); });
 }
 
 /// Whether `v` flows through elementwise, view and rotate-half ops into a
 /// MatMul of two activations (QKᵀ): it is a query or key.
 bool reachesScores(const Value *v) {
-  static const llvm::StringSet<> through{"Add", "Sub", "Mul", "Div", "Neg", "Concat", "Slice", "Split", "Reshape",
-                                         "Transpose", "Expand", "Unsqueeze", "Squeeze", "Cast", "Identity"};
-  return flowsInto(v, through, [](const Node *u) {
+  return flowsInto(v, [](const Node *u) {
     return (u->is("MatMul") || u->is("Einsum")) && u->numInputs() == 2 && !isWeightView(u->input(0)) &&
            !isWeightView(u->input(1));
   });
@@ -252,7 +244,7 @@ public:
           frozen = "rotary frequencies (reach " + op + ")";
           continue;
         }
-        if (isProjection(*n)) {
+        if (hasTrait(*n, OpTrait::Contraction)) {
           if (!activation) {
             carry(*n, lookedUp);
             continue;
@@ -260,7 +252,7 @@ public:
           bool bias = (n->is("Linear", "partita") || n->is("Gemm") || n->is("Conv")) && n->input(2) == v;
           return learned(bias ? "projection bias (" + op + ")" : "projection weight (" + op + ")");
         }
-        if (isNorm(*n))
+        if (hasTrait(*n, OpTrait::Normalizes))
           return learned(n->input(0) == v ? "normalized as data (" + op + ")" : "normalization scale/bias (" + op + ")");
         if (n->is("Gather") && n->input(0) == v) {
           carry(*n, lookedUp || !constantValue(n->input(1)));

@@ -129,7 +129,7 @@ public:
   }
 
 private:
-  PassOption<std::string> axis_{this, "axis", "dp", "the mesh axis", meshAxisName()};
+  PassOption<std::string> axis_{this, "axis", mesh_axis::kData, "the mesh axis", meshAxisName()};
   PassOption<double> bucketMb_{this, "bucket-mb", 25, // DDP's default bucket_cap_mb
                                "bucket size in megabytes (0: one all-reduce per result, still async)", atLeast(0.0)};
   PassOption<double> gatherBucketMb_{this, "allgather-bucket-mb", 25, // the same for ZeRO's parameter all-gathers

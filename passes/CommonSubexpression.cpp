@@ -4,6 +4,7 @@
 // attributes (Constants compare by content, so duplicate constants merge).
 // Weights are distinct parameters even when equal and are never merged.
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/Hashing.h"
 #include <unordered_map>
@@ -32,7 +33,7 @@ public:
   llvm::Error run(Graph &g) override {
     std::unordered_multimap<size_t, Node *> seen;
     for (Node *n : g.nodes()) {
-      if (n->is("Weight"))
+      if (n->is("Weight") || hasTrait(*n, OpTrait::SideEffects)) // distinct parameters; distinct messages
         continue;
       size_t h = nodeHash(*n);
       Node *twin = nullptr;

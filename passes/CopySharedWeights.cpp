@@ -19,6 +19,7 @@
 // given (assign-stages places every node that reads a layer's values), and a
 // copy's name already taken.
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "compiler/plan/Plan.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/Passes.h"
@@ -41,7 +42,7 @@ public:
     for (Node *w : weights) {
       std::map<int64_t, std::vector<Node *>> readers; // by stage
       for (Node *u : w->output()->users()) {
-        if (u->is("Constant") || u->is("Weight"))
+        if (hasTrait(*u, OpTrait::Source))
           continue;
         if (!u->hasAttr(kStageAttr)) {
           readers.clear();

@@ -29,6 +29,7 @@
 //     →  %x : i64[4,16] {S(dp),R}   %h : f32[4,16,64] {S(dp),R,R}
 //        %grad.w = partita.Reshard(%grad.w.p) : f32[64,64] {R,R}   (partial(dp) before)
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "compiler/ir/Verifier.h"
 #include "compiler/pass/PassManager.h"
 #include "passes/AddOptimizer.h"
@@ -88,7 +89,7 @@ public:
       scale(in);
     for (Node *n : g.nodes())
       for (Value *out : n->outputs()) {
-        if (isCollective(*n) && scaled.count(n->input(0)) && !scaled.count(out)) {
+        if (hasTrait(*n, OpTrait::Reshards) && scaled.count(n->input(0)) && !scaled.count(out)) {
           out->type().shape = n->input(0)->type().shape;
           scaled.insert(out);
           continue;
@@ -113,7 +114,7 @@ public:
   }
 
 private:
-  PassOption<std::string> axis_{this, "axis", "dp", "the data-parallel mesh axis", meshAxisName()};
+  PassOption<std::string> axis_{this, "axis", mesh_axis::kData, "the data-parallel mesh axis", meshAxisName()};
 
   /// What the scaling cannot make right, refused before it starts.
   llvm::Error checkSupported(const Graph &g) const {
@@ -150,11 +151,6 @@ private:
       }
     }
     return llvm::Error::success();
-  }
-
-  static bool isCollective(const Node &n) {
-    return n.is("Reshard", "partita") || n.is("AllReduce", "partita") || n.is("AllGather", "partita") ||
-           n.is("ReduceScatter", "partita") || n.is("ShardSlice", "partita");
   }
 
   /// Whether Expand `e` broadcasts its input along output dimension `dim`.

@@ -1,8 +1,10 @@
 //===- DeadCodeElimination.cpp - dce pass ---------------------------------===//
 //
-// Erases nodes none of whose results reach a graph output. Nodes are pure, so
-// an unused result means an unneeded node.
+// Erases nodes none of whose results reach a graph output. Apart from those
+// with side effects (a pipeline's Send and Recv), nodes are pure, so an
+// unused result means an unneeded node.
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
 
 namespace partita {
@@ -15,7 +17,7 @@ public:
     std::vector<Node *> nodes = g.nodes();
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       Node *n = *it;
-      bool live = false;
+      bool live = hasTrait(*n, OpTrait::SideEffects);
       for (Value *out : n->outputs())
         live |= out->hasUsers() || g.isGraphOutput(out);
       if (!live)

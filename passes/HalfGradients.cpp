@@ -31,7 +31,7 @@ public:
       return err;
     std::vector<Value *> grads;
     for (Value *out : g.outputs())
-      if (llvm::StringRef(out->name()).startswith("grad.") && out->type().dtype == DType::F32)
+      if (llvm::StringRef(out->name()).startswith(optimizer_io::kGradPrefix) && out->type().dtype == DType::F32)
         grads.push_back(out);
     for (Value *grad : grads) {
       const Node *d = grad->definingNode();

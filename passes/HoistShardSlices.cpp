@@ -15,6 +15,8 @@
 // every rank). Operands that must be split get their own ShardSlice, which
 // may move up in turn; slices of constants are left to localize.
 //===----------------------------------------------------------------------===//
+#include "compiler/plan/Names.h"
+#include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
 #include "passes/sharding/ReshardPlanner.h"
 #include "passes/sharding/ShardingRules.h"
@@ -48,7 +50,7 @@ public:
   }
 
 private:
-  PassOption<std::string> axis_{this, "axis", "tp", "the mesh axis whose slices to hoist", meshAxisName()};
+  PassOption<std::string> axis_{this, "axis", mesh_axis::kTensor, "the mesh axis whose slices to hoist", meshAxisName()};
 
   /// `u` sliced to `need`: an existing slice of it, or a new one.
   static Value *sliceOf(Graph &g, Value *u, const Layout &need, const std::string &axis) {
@@ -63,7 +65,7 @@ private:
     Value *v = s->input(0);
     Node *p = v->definingNode();
     if (!p || p->numOutputs() != 1 || v->users().size() != 1 || g.isGraphOutput(v) ||
-        p->is("Weight") || p->is("Constant") || p->domain() == "partita")
+        hasTrait(*p, OpTrait::Source) || p->domain() == "partita")
       return false;
     Layout want = layoutOf(s->output(), axis);
     if (want.dim < 0 || !layoutOf(v, axis).isReplicated())

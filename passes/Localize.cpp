@@ -18,6 +18,7 @@
 //   %w = Weight() {name = "fc.w"} : f32[512,2048] {R,S(tp)}      (rank 1 of 2)
 //     →  %w = Weight() {name = "fc.w"} : f32[512,1024]   (columns 1024..2047)
 //===----------------------------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "compiler/ops/ConstantEvaluator.h"
 #include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
@@ -231,7 +232,7 @@ private:
         continue;
       shard += (first ? "" : "_") + std::to_string(d);
       first = false;
-      if (s.dims[d].size() != 1 || s.dims[d][0] != "tp")
+      if (s.dims[d].size() != 1 || s.dims[d][0] != mesh_axis::kTensor)
         for (const std::string &axis : s.dims[d])
           shard += "." + axis;
     }

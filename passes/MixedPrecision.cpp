@@ -29,6 +29,7 @@
 //
 // Option: dtype=bf16|fp16 (required).
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/MixedPrecision.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseSet.h"
@@ -67,7 +68,7 @@ public:
           constant.insert(out);
         continue;
       }
-      bool moved = movesElements(*n) && inputsRounded;
+      bool moved = hasTrait(*n, OpTrait::MovesElements) && inputsRounded;
       for (Value *out : n->outputs()) {
         if (out->type().dtype != DType::F32)
           continue;

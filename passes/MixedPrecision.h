@@ -48,12 +48,4 @@ protected:
   std::optional<DType> half_;
 };
 
-/// Ops whose float results are some of their float operands' elements,
-/// moved: of rounded operands, already rounded.
-inline bool movesElements(const Node &n) {
-  return n.is("Reshape") || n.is("Transpose") || n.is("Slice") || n.is("Gather") || n.is("Concat") ||
-         n.is("Split") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Expand") || n.is("Identity") ||
-         n.is("Flatten") || n.is("Tile") || n.is("GatherElements") || n.is("Pad");
-}
-
 } // namespace partita

@@ -39,5 +39,7 @@ PassInfo mixedPrecisionPass();
 PassInfo saveHalfActivationsPass();
 PassInfo halfGradientsPass();
 PassInfo halfParametersPass();
+PassInfo splitPipelinePass();
+PassInfo splitProgramsPass();
 
 } // namespace partita

@@ -21,6 +21,8 @@
 // dropout regions hold 1/tp of the tokens, and the column-parallel
 // projections that need the full sequence get an all-gather.
 //===----------------------------------------------------------------------===//
+#include "compiler/plan/Names.h"
+#include "compiler/ops/OpRegistry.h"
 #include "passes/Passes.h"
 #include "passes/sharding/ShardingRules.h"
 #include "llvm/ADT/DenseMap.h"
@@ -57,7 +59,7 @@ public:
     for (Value *in : g.inputs()) // replicated unless the IR says otherwise
       setLayout(in, ax, layoutOf(in, ax), major_);
     for (Node *n : g.nodes()) {
-      if (n->is("Weight") || n->is("Constant")) {
+      if (hasTrait(*n, OpTrait::Source)) {
         setLayout(n->output(), ax, layoutOf(n->output(), ax), major_);
         continue;
       }
@@ -92,7 +94,7 @@ public:
     for (Value *out : outs) {
       Layout l = layoutOf(out, ax), want = Layout::replicated();
       llvm::StringRef name(out->name());
-      if (shardedOutputs_ && name.consume_front("grad."))
+      if (shardedOutputs_ && name.consume_front(optimizer_io::kGradPrefix))
         if (const Value *w = g.findValue(name); w && w->definingNode() && w->definingNode()->is("Weight"))
           want = layoutOf(w, ax);
       if (shardedOutputs_ && out->definingNode() && out->definingNode()->is("AdamW", "partita") && !l.partial)
@@ -108,7 +110,7 @@ public:
   }
 
 private:
-  PassOption<std::string> axis_{this, "axis", "tp", "the mesh axis to propagate along", meshAxisName()};
+  PassOption<std::string> axis_{this, "axis", mesh_axis::kTensor, "the mesh axis to propagate along", meshAxisName()};
   PassOption<bool> sequenceParallel_{this, "sequence-parallel", false,
                                      "split LayerNorm/residual regions along the tokens"};
   PassOption<bool> shardedOutputs_{this, "sharded-outputs", false,
@@ -138,9 +140,8 @@ private:
   /// silently running it replicated would drop sequence parallelism.
   llvm::Error preferTokenSplit(const Node &n, const std::vector<Layout> &actual, int64_t parts,
                                llvm::StringRef ax, RuleResult &r) const {
-    bool normLike = n.is("LayerNormalization") || n.is("Add") || n.is("Sub") || n.is("Mul") || n.is("Div") ||
-                    n.is("Dropout") || n.is("Identity") || n.is("Where");
-    if (!normLike || n.numOutputs() == 0 || r.results.empty() || !r.results[0].isReplicated())
+    bool tokenWise = hasTrait(n, OpTrait::Elementwise) || hasTrait(n, OpTrait::Normalizes);
+    if (!tokenWise || n.numOutputs() == 0 || r.results.empty() || !r.results[0].isReplicated())
       return llvm::Error::success();
     bool fromReduction = false;
     int64_t d = tokenDim(n.output(), parts);

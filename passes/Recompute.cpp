@@ -20,6 +20,7 @@
 // sharding passes give them their collectives. The mathematics is the
 // same: the same operations on the same values.
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/AddOptimizer.h"
 #include "passes/LayerNames.h"
 #include "passes/Passes.h"
@@ -33,11 +34,6 @@ namespace {
 
 using optimizer_io::inBackward;
 using optimizer_io::inForward;
-
-/// An elementwise step between the scores and the softmax.
-bool scalesScores(const Node &n) {
-  return n.is("Div") || n.is("Mul") || n.is("Add") || n.is("Sub") || n.is("Where") || n.is("Cast");
-}
 
 class Recompute : public Pass {
 public:
@@ -96,10 +92,10 @@ private:
             // what the softmax saves at seq = 2 x head size).
             for (const Value *operand : def->inputs())
               for (const Node *m = operand ? operand->definingNode() : nullptr;
-                   m && inForward(*m) && (m->is("Transpose") || m->is("Reshape")) && !core.count(m);
+                   m && inForward(*m) && hasTrait(*m, OpTrait::MovesElements) && !core.count(m);
                    m = m->input(0) ? m->input(0)->definingNode() : nullptr)
                 core.insert(m);
-          } else if (scalesScores(*def)) {
+          } else if (hasTrait(*def, OpTrait::Elementwise)) { // a step between the scores and the softmax
             core.insert(def);
             work.push_back(def);
           }

@@ -110,7 +110,7 @@ private:
     while (!stack.empty()) {
       Node *d = stack.back();
       stack.pop_back();
-      if (!d || !ancestors.insert(d).second || d->is("Weight") || d->is("Constant"))
+      if (!d || !ancestors.insert(d).second || hasTrait(*d, OpTrait::Source))
         continue;
       if (projectionWeight(d)) {
         projections.push_back(d);
@@ -132,7 +132,7 @@ private:
     // Forward from the projection through its descendants among the
     // ancestors, each op carrying a split of the heads into `groups` parts.
     for (Node *n : g.nodes()) {
-      if (n == p || !ancestors.count(n) || n->is("Weight") || n->is("Constant"))
+      if (n == p || !ancestors.count(n) || hasTrait(*n, OpTrait::Source))
         continue;
       std::vector<Layout> actual;
       bool fromProjection = false;

@@ -20,6 +20,7 @@
 //    which is what is saved, and the backward widens it back.
 // Each copy keeps the original's other attributes (a pipeline stage).
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/AddOptimizer.h"
 #include "passes/MixedPrecision.h"
 #include "passes/Passes.h"
@@ -58,7 +59,7 @@ public:
           halfOf.try_emplace(narrow->input(0), n->input(0));
         continue;
       }
-      bool moved = movesElements(*n);
+      bool moved = hasTrait(*n, OpTrait::MovesElements);
       for (const Value *in : n->inputs())
         if (in && in->type().dtype == DType::F32 && !rounded.count(in))
           moved = false;

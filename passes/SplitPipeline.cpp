@@ -1,5 +1,8 @@
 //===- SplitPipeline.cpp --------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/SplitPipeline.h"
+#include "passes/Passes.h"
+#include <cstring>
 #include "compiler/plan/Plan.h"
 #include "passes/AddOptimizer.h"
 #include "passes/SplitPrograms.h"
@@ -19,7 +22,7 @@ llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "split-pipeline: " + msg);
 }
 
-bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight")); }
+bool isLeaf(const Node *n) { return n && hasTrait(*n, OpTrait::Source); }
 
 constexpr int64_t kReplicated = -1; // computed from inputs alone: on every stage that reads it
 
@@ -34,18 +37,18 @@ void inProgramOf(const Node &of, Node *n) {
 /// dimension that divides (Megatron's scatter-gather): the layout to send,
 /// or none (no tp, already split over tp, a partial sum, nothing divides).
 std::optional<Sharding> scatterOverTp(const Graph &g, const Value &v) {
-  const MeshAxis *tp = g.mesh.find("tp");
+  const MeshAxis *tp = g.mesh.find(mesh_axis::kTensor);
   if (!tp || tp->size < 2 || v.type().rank() == 0)
     return std::nullopt;
   Sharding s = v.sharding() ? *v.sharding() : Sharding::replicated(v.type().rank());
   if (!s.partial.empty())
     return std::nullopt;
   for (const auto &axes : s.dims)
-    if (llvm::is_contained(axes, std::string("tp")))
+    if (llvm::is_contained(axes, std::string(mesh_axis::kTensor)))
       return std::nullopt;
   for (size_t d = s.dims.size(); d-- > 0;)
     if (s.dims[d].empty() && v.type().shape[d] % tp->size == 0) {
-      s.dims[d].push_back("tp");
+      s.dims[d].push_back(mesh_axis::kTensor);
       return s;
     }
   return std::nullopt;
@@ -134,8 +137,8 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
   std::vector<Node *> nodes = g.nodes();
   std::set<std::string> trained;
   for (const Value *o : g.outputs())
-    if (llvm::StringRef(o->name()).startswith("grad."))
-      trained.insert(o->name().substr(5));
+    if (llvm::StringRef(o->name()).startswith(optimizer_io::kGradPrefix))
+      trained.insert(o->name().substr(std::strlen(optimizer_io::kGradPrefix)));
   // Per stage, the nodes without one it computes itself (it reads them,
   // directly or through others).
   std::vector<llvm::DenseSet<const Node *>> wanted(stages);
@@ -226,7 +229,7 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
         std::optional<Sharding> part = scatterOverTp(g, *in);
         scattered.push_back(part);
         Node *recv = sg.createNode("Recv", {}, {part ? in->name() + ".part" : in->name()}, "partita");
-        recv->setAttr("axis", Attribute::ofString("pp"));
+        recv->setAttr("axis", Attribute::ofString(mesh_axis::kPipeline));
         recv->setAttr("peer", Attribute::ofInt(stage.lookup(def)));
         recv->setAttr("tag", Attribute::ofInt(tag));
         recv->setAttr("dtype", Attribute::ofInt(dtypeToOnnx(in->type().dtype)));
@@ -276,7 +279,7 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
       v = *part;
     }
     Node *send = from.createNode("Send", {v}, {"sent." + std::to_string(i)}, "partita");
-    send->setAttr("axis", Attribute::ofString("pp"));
+    send->setAttr("axis", Attribute::ofString(mesh_axis::kPipeline));
     send->setAttr("peer", Attribute::ofInt(e.to));
     send->setAttr("tag", Attribute::ofInt(static_cast<int64_t>(i)));
     inProgramOf(*sendsOf[i], send);
@@ -322,6 +325,38 @@ llvm::Expected<PipelineSplit> splitPipeline(const Graph &g, int64_t stages) {
     sg->setOrder(order);
   }
   return out;
+}
+
+namespace {
+/// split-pipeline as a pass: each part is named after its stage.
+class SplitPipelinePass : public SplitPass {
+public:
+  llvm::StringRef name() const override { return "split-pipeline"; }
+  llvm::Expected<std::vector<std::unique_ptr<Graph>>> split(const Graph &g) override {
+    if (stages_ < 1)
+      return passError(name(), "needs the number of stages: split-pipeline{stages=N}");
+    auto pipe = splitPipeline(g, stages_);
+    if (!pipe)
+      return pipe.takeError();
+    for (size_t s = 0; s < pipe->stages.size(); ++s)
+      pipe->stages[s]->name = g.name + ".stage" + std::to_string(s);
+    return std::move(pipe->stages);
+  }
+
+private:
+  PassOption<int64_t> stages_{this, "stages", 0, "the pipeline's stages (pp x virtual stages; required)",
+                              atLeast<int64_t>(1)};
+};
+} // namespace
+
+PassInfo splitPipelinePass() {
+  return {"split-pipeline", "Cut a staged graph into one graph per pipeline stage",
+          "After assign-stages and every pass that adds nodes, each stage's nodes become a graph of their own; "
+          "a value made on one stage and read on another is sent by a partita.Send and received by a "
+          "partita.Recv (tag: the edge's index), split over tp when every tp rank holds it whole. Refused, "
+          "naming the value: a forward output made before the last stage, a trained weight read on several "
+          "stages without copies. Each part is named <graph>.stage<s>; the passes after it run on each.",
+          [] { return std::make_unique<SplitPipelinePass>(); }};
 }
 
 } // namespace partita

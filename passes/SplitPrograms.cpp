@@ -1,5 +1,7 @@
 //===- SplitPrograms.cpp --------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "passes/SplitPrograms.h"
+#include "passes/Passes.h"
 #include "passes/AddOptimizer.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -12,7 +14,7 @@ static llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "split-programs: " + msg);
 }
 
-static bool isLeaf(const Node *n) { return n && (n->is("Constant") || n->is("Weight")); }
+static bool isLeaf(const Node *n) { return n && hasTrait(*n, OpTrait::Source); }
 
 llvm::DenseMap<const Node *, std::string> assignPrograms(const Graph &g, bool separateBackward) {
   llvm::DenseMap<const Node *, std::string> programOf;
@@ -117,6 +119,39 @@ llvm::Expected<ProgramSplit> splitPrograms(const Graph &g, bool separateBackward
     out.programs.push_back({p, c.take()});
   }
   return out;
+}
+
+namespace {
+/// split-programs as a pass: each part is named after its program.
+class SplitProgramsPass : public SplitPass {
+public:
+  llvm::StringRef name() const override { return "split-programs"; }
+  llvm::Expected<std::vector<std::unique_ptr<Graph>>> split(const Graph &g) override {
+    auto split = splitPrograms(g, separateBackward_);
+    if (!split)
+      return split.takeError();
+    std::vector<std::unique_ptr<Graph>> parts;
+    for (NamedProgram &p : split->programs) {
+      p.graph->name = g.name + "." + p.name;
+      parts.push_back(std::move(p.graph));
+    }
+    return std::move(parts);
+  }
+
+private:
+  PassOption<bool> separateBackward_{this, "separate-backward", true,
+                                     "the backward a program of its own (0: the forward returns the gradients)"};
+};
+} // namespace
+
+PassInfo splitProgramsPass() {
+  return {"split-programs", "Cut a graph into its programs (forward, backward, grad_norm, step)",
+          "Each node goes to the program its `program` attribute names (autodiff tags the backward, "
+          "add-optimizer the step and grad_norm), an untagged one to its first tagged input's, else to the "
+          "forward. Activations the backward reads become forward outputs and backward inputs of the same name; "
+          "any other value crossing programs is an error naming it. Each part is named <graph>.<program>; the "
+          "passes after it run on each.",
+          [] { return std::make_unique<SplitProgramsPass>(); }};
 }
 
 } // namespace partita

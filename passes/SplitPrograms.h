@@ -17,6 +17,7 @@
 // an error naming it.
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "compiler/plan/Names.h"
 #include "compiler/ir/Graph.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
@@ -36,8 +37,6 @@ struct ProgramSplit {
   /// forward makes them (appended to its outputs).
   std::vector<std::string> saved;
 };
-
-inline constexpr const char *kForwardProgram = "forward";
 
 /// The program of every node but weights and constants (which go wherever
 /// they are read), by the rule above.

@@ -36,6 +36,7 @@
 // next to its update or its gradient, so only one weight's flat copies are
 // alive at a time.
 //===----------------------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "compiler/ir/Verifier.h"
 #include "passes/AddOptimizer.h"
 #include "passes/PatternMatch.h"
@@ -111,7 +112,7 @@ public:
   }
 
 private:
-  PassOption<std::string> axis_{this, "axis", "dp", "the data-parallel mesh axis", meshAxisName()};
+  PassOption<std::string> axis_{this, "axis", mesh_axis::kData, "the data-parallel mesh axis", meshAxisName()};
   PassOption<int64_t> stage_{this, "stage", 1, "the ZeRO stage", between<int64_t>(1, 3)};
   int64_t parts_ = 1;
   PassOption<int64_t> prefetchElements_{this, "prefetch", -1,
@@ -379,7 +380,7 @@ private:
   /// reduction over dp becomes a reduce-scatter), which the step and the
   /// gradient norm then read.
   llvm::Error partitionGradient(Graph &g, Value *w, Value *accumulated, const Flat &f) {
-    Value *out = g.findValue("grad." + w->name());
+    Value *out = g.findValue(optimizer_io::gradOutput(w->name()));
     if (!out || !g.isGraphOutput(out))
       return passError(name(), "weight %" + w->name() + " has no gradient output grad." + w->name());
     // Reduce-scatter what the all-reduce over dp would have reduced.
@@ -688,7 +689,7 @@ private:
       }
       if (d->is("Weight") && flatOfPart_.count(in))
         part = true;
-      else if (d->is("Weight") || d->is("Constant"))
+      else if (hasTrait(*d, OpTrait::Source))
         continue;
       else if (fromPartsAlone(d, memo))
         part = true;

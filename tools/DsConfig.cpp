@@ -337,7 +337,7 @@ llvm::Error useDsConfigForLaunch(llvm::StringRef file, llvm::cl::SubCommand &sub
   };
   DsContext ctx;
   ctx.tool = DsTool::Launch;
-  const MeshAxis *dpAxis = plan.mesh.find("dp");
+  const MeshAxis *dpAxis = plan.mesh.find(mesh_axis::kData);
   ctx.dp = dpAxis ? dpAxis->size : 1;
   ctx.batch = given("batch", train.batch);
   ctx.microBatches = given("micro-batches", train.microBatches);

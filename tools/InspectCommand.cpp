@@ -64,7 +64,7 @@ static double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<
     return bytes;
   for (const Plan::Edge &e : plan.pipelineWeights)
     for (int64_t stage : {e.from, e.to})
-      if (stage % plan.stages() == r.coords.at("pp")) {
+      if (stage % plan.stages() == r.coords.at(mesh_axis::kPipeline)) {
         std::string mine = stage == e.from ? e.value : sharedWeightCopy(e.value, e.to);
         for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
           if (plan.params[i] == mine)
@@ -77,7 +77,7 @@ static double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<
 static double inFlightBytes(const Plan &plan, const RankPlan &r) {
   if (plan.stages() < 2)
     return 0;
-  const int64_t p = plan.stages(), chunks = plan.virtualStages, s = r.coords.at("pp");
+  const int64_t p = plan.stages(), chunks = plan.virtualStages, s = r.coords.at(mesh_axis::kPipeline);
   const int64_t m = std::max(1, microBatches.getValue());
   rt::PipelineKind kind = rt::PipelineKind::OneFOneB;
   rt::parsePipelineKind(inspectSchedule, kind);
@@ -90,7 +90,7 @@ static double inFlightBytes(const Plan &plan, const RankPlan &r) {
       if (a.chunk == k && (a.kind == rt::Action::Kind::Forward || a.kind == rt::Action::Kind::Backward))
         most = std::max(most, live += a.kind == rt::Action::Kind::Forward ? 1 : -1);
     const int64_t stage = s + k * p;
-    auto io = plan.programIO.find(r.program(chunkProgram("forward", stage, plan)));
+    auto io = plan.programIO.find(r.program(chunkProgram(kForwardProgram, stage, plan)));
     if (io == plan.programIO.end())
       continue;
     double exact = 0, rounded = 0;
@@ -172,7 +172,7 @@ static void printZeroFormula(llvm::raw_ostream &os, const Plan &plan) {
     psi = std::max(psi, n);
   int64_t nd = 1;
   for (const MeshAxis &a : plan.mesh.axes)
-    if (a.name == "dp")
+    if (a.name == mesh_axis::kData)
       nd = a.size;
   os << llvm::format("ZeRO model states per rank (GB = 1e9 bytes; psi = %.6g parameters per rank, dp = %lld; "
                      "parameters + gradients + optimizer states; this plan: --zero %lld):\n",
@@ -281,8 +281,8 @@ int inspectMain() {
   if (printIr || onlyRank >= 0) {
     std::string irFile = path("global.pir");
     for (const RankPlan &r : plan->ranks) // dp replicas share their program's folder
-      if (r.rank == onlyRank && llvm::StringRef(r.program("forward")).endswith(".onnx"))
-        irFile = path(llvm::StringRef(r.program("forward")).drop_back(5).str() + ".pir");
+      if (r.rank == onlyRank && llvm::StringRef(r.program(kForwardProgram)).endswith(".onnx"))
+        irFile = path(llvm::StringRef(r.program(kForwardProgram)).drop_back(5).str() + ".pir");
     auto ir = llvm::MemoryBuffer::getFile(irFile);
     if (!ir)
       return reportError(tool, llvm::createStringError(ir.getError(), "cannot read " + irFile));
@@ -421,7 +421,7 @@ int inspectMain() {
       summedInside += (*one)->summedInside;
       z.weights += (*one)->weights;
       z.arena = std::max(z.arena, (*one)->arena);
-      if (base != "step") // the step's outputs are bound to the parameters and moments (counted below)
+      if (base != optimizer_io::kStep) // the step's outputs are bound to the parameters and moments (counted below)
         z.outputs += (*one)->outputs;
       z.params += (*one)->params;
       z.masters += (*one)->masters;
@@ -435,7 +435,7 @@ int inspectMain() {
       z.sends += (*one)->sends * std::max(1, microBatches.getValue()); // forward and backward: once per micro-batch
       z.sendTo.insert((*one)->sendTo.begin(), (*one)->sendTo.end());
       for (const std::string &l : (*one)->lines)
-        z.lines.push_back(l + (name == "forward" ? "" : " [" + name + "]"));
+        z.lines.push_back(l + (name == kForwardProgram ? "" : " [" + name + "]"));
     }
     add(rt::MemoryCategory::Activations, z.arena);
     for (size_t c = 0; c < rt::kMemoryCategories; ++c)
@@ -454,7 +454,7 @@ int inspectMain() {
     memoryLines.push_back({r.rank, predicted, peak, static_cast<size_t>(z.sends + shared), others});
     os << llvm::format("%-6lld %14.3f %16.3f %14d %18.3f\n", static_cast<long long>(r.rank), z.weights / 1e6,
                        (z.arena + z.outputs) / 1e6, z.collectives, z.comm / 1e6);
-    if (!r.program("step").empty()) {
+    if (!r.program(optimizer_io::kStep).empty()) {
       // Training: the parameters this rank updates, the gradients it
       // accumulates and AdamW's two moments, as the step reads them (under
       // ZeRO the rank's parts; the collectives are among those above).

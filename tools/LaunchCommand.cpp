@@ -198,9 +198,9 @@ static llvm::Expected<Plan> checkArtifacts(llvm::StringRef dir, int n) {
                 "), but -n " + llvm::Twine(n) + " was given");
   std::set<std::string> checked;
   for (const RankPlan &r : plan->ranks) {
-    if (!checked.insert(r.program("forward")).second)
+    if (!checked.insert(r.program(kForwardProgram)).second)
       continue; // a dp replica's program, checked with the first rank that runs it
-    std::string path = inDir(dir, r.program("forward"));
+    std::string path = inDir(dir, r.program(kForwardProgram));
     auto buf = llvm::MemoryBuffer::getFile(path);
     if (!buf)
       return fail("rank " + llvm::Twine(r.rank) + ": missing program " + path);
@@ -452,7 +452,7 @@ static llvm::Expected<std::vector<HostRanks>> placeFromHostfile(const Plan &plan
     return hosts.takeError();
   int tp = 1;
   for (size_t i = 0; i < plan.mesh.axes.size(); ++i)
-    if (plan.mesh.axes[i].name == "tp") {
+    if (plan.mesh.axes[i].name == mesh_axis::kTensor) {
       tp = static_cast<int>(plan.mesh.axes[i].size);
       // Ranks are row-major over the mesh: tp innermost keeps a group's ranks consecutive.
       if (tp > 1 && i + 1 != plan.mesh.axes.size())
@@ -703,9 +703,9 @@ static llvm::Error runRank(int rank) {
 /// writer, gathered over dp onto replica 0's, which writes them.
 static llvm::Error writeReplicaOutputs(rt::Session &session, size_t batches, std::vector<std::string> names,
                                        std::vector<std::vector<Tensor>> outs, const std::string &writeDir) {
-  if (auto err = gatherReplicaOutputs(session.group("dp"), batches, outs))
+  if (auto err = gatherReplicaOutputs(session.group(mesh_axis::kData), batches, outs))
     return err;
-  if (session.coordinate("dp") != 0)
+  if (session.coordinate(mesh_axis::kData) != 0)
     return llvm::Error::success();
   std::vector<std::string> written;
   std::vector<Tensor> values;
@@ -725,9 +725,9 @@ static llvm::Error writeReplicaOutputs(rt::Session &session, size_t batches, std
 /// axis but dp (and pp, where the last stage writes).
 static bool replicaWriter(const rt::Session &session) {
   const Plan &plan = session.plan();
-  bool writer = session.coordinate("pp") + 1 == plan.stages();
+  bool writer = session.coordinate(mesh_axis::kPipeline) + 1 == plan.stages();
   for (const MeshAxis &a : plan.mesh.axes)
-    writer &= a.name == "pp" || a.name == "dp" || session.coordinate(a.name) == 0;
+    writer &= a.name == mesh_axis::kPipeline || a.name == mesh_axis::kData || session.coordinate(a.name) == 0;
   return writer;
 }
 
@@ -737,9 +737,9 @@ static bool replicaWriter(const rt::Session &session) {
 static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, MicroBatches &micro,
                                 const std::vector<size_t> &mine, const std::string &writeDir) {
   const Plan &plan = session.plan();
-  int64_t stage = session.coordinate("pp");
+  int64_t stage = session.coordinate(mesh_axis::kPipeline);
   // MPI moves a large message only inside MPI calls: sends and receives progress between kernels.
-  rt::Communicator *pp = session.group("pp");
+  rt::Communicator *pp = session.group(mesh_axis::kPipeline);
   forward.setAfterEachKernel([pp] { pp->progress(); });
   const bool writer = replicaWriter(session);
   // Micro-batch j's outputs, by output (the writer's), for the last repeat.
@@ -788,7 +788,7 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   auto tensors = readInputFiles(opts.inputs);
   if (!tensors)
     return tensors.takeError();
-  rt::Program &forward = *(*session)->program("forward");
+  rt::Program &forward = *(*session)->program(kForwardProgram);
   std::vector<TensorSpec> specs;
   for (const auto &in : forward.inputs())
     specs.push_back({in.name, in.type});
@@ -799,8 +799,8 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
     if (auto filled = fillRoleInputs(specs, batch); !filled) // the launcher printed what it fills
       return filled.takeError();
   // Data parallelism: replica r runs micro-batches r, r + dp, ... (ReplicaInference.h).
-  const MeshAxis *dp = plan.mesh.find("dp");
-  std::vector<size_t> mine = replicaBatches(micro->batches.size(), (*session)->coordinate("dp"), dp ? dp->size : 1);
+  const MeshAxis *dp = plan.mesh.find(mesh_axis::kData);
+  std::vector<size_t> mine = replicaBatches(micro->batches.size(), (*session)->coordinate(mesh_axis::kData), dp ? dp->size : 1);
   if (plan.stages() > 1)
     return runPipelined(**session, forward, *micro, mine, writeDir);
   RunOptions ro;
@@ -934,7 +934,7 @@ static void reportPlacement(const Plan &plan, int rank) {
   std::string line = "partita launch: rank placement: " + describePlacement(runs) + "\n";
   llvm::outs() << line;
   llvm::outs().flush();
-  auto tp = plan.groups.find("tp");
+  auto tp = plan.groups.find(mesh_axis::kTensor);
   int warned = 0;
   for (const auto &group : tp == plan.groups.end() ? std::vector<std::vector<int64_t>>{} : tp->second) {
     std::set<std::string> on;

@@ -65,9 +65,9 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
   std::map<int64_t, std::pair<size_t, std::string>> firstCopy; // tp coordinate -> its part and file
   for (const RankPlan &r : plan.ranks) {
     if (!plan.paramStages.empty() &&
-        (!r.coords.count("pp") || r.coords.at("pp") != plan.paramStages[param] % plan.stages()))
+        (!r.coords.count(mesh_axis::kPipeline) || r.coords.at(mesh_axis::kPipeline) != plan.paramStages[param] % plan.stages()))
       continue; // another pipeline stage's rank: it does not hold the parameter
-    int64_t tp = r.coords.count("tp") ? r.coords.at("tp") : 0;
+    int64_t tp = r.coords.count(mesh_axis::kTensor) ? r.coords.at(mesh_axis::kTensor) : 0;
     llvm::SmallString<256> path(mergeTrained);
     llvm::sys::path::append(path, "rank" + std::to_string(r.rank), name + ".npy");
     auto t = rt::readNpy(path);

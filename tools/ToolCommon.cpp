@@ -129,12 +129,6 @@ llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, co
 
 llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-std::string formatNumber(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 std::string inDir(llvm::StringRef dir, llvm::StringRef rel) {
   llvm::SmallString<256> p(dir);
   llvm::sys::path::append(p, rel);

@@ -2,6 +2,7 @@
 #pragma once
 #include "compiler/ir/Graph.h"
 #include "compiler/onnx/OnnxImport.h"
+#include "compiler/support/FormatNumber.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include <memory>
@@ -54,9 +55,6 @@ int reportError(llvm::StringRef tool, llvm::Error err);
 
 /// An error with this message.
 llvm::Error fail(const llvm::Twine &msg);
-
-/// A flag's number as the user would write it ("-0.5", "nan", "1e+06").
-std::string formatNumber(double v);
 
 /// `rel` inside folder `dir`.
 std::string inDir(llvm::StringRef dir, llvm::StringRef rel);

@@ -3,6 +3,7 @@
 //   partita-opt in.pir --passes=fold-constants,dce
 //   partita-opt model.onnx --input-shape ids=2x16 --passes=canonicalize
 //   partita-opt cases.pir --split-input-file --passes=...   (cases split by // -----)
+//   partita-opt train.pir --passes=split-pipeline{stages=2},split-programs   (one graph per part)
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Printer.h"
@@ -44,15 +45,28 @@ static int processOne(llvm::StringRef text, const ImportOptions &opts) {
   pm.verifyEach = verifyEach;
   if (auto err = pm.addPipeline(passPipeline))
     return reportError("partita-opt", std::move(err));
-  if (auto err = pm.run(**g))
+  // A split pass (split-pipeline, split-programs) leaves several graphs:
+  // each is printed, "// -----" between them.
+  std::vector<std::unique_ptr<Graph>> graphs;
+  graphs.push_back(std::move(*g));
+  if (auto err = pm.run(graphs))
     return reportError("partita-opt", std::move(err));
-  if (auto err = verifyGraph(**g))
-    return reportError("partita-opt", std::move(err));
+  for (const auto &graph : graphs)
+    if (auto err = verifyGraph(*graph))
+      return reportError("partita-opt", std::move(err));
+  if (!emitOnnx.empty() && graphs.size() != 1)
+    return reportError("partita-opt", llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                                              "--emit-onnx writes one graph; the passes left " +
+                                                                  llvm::Twine(graphs.size())));
   PrintOptions printOpts;
   printOpts.genericNames = genericNames;
-  printGraph(**g, llvm::outs(), printOpts);
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    if (i)
+      llvm::outs() << "// -----\n";
+    printGraph(*graphs[i], llvm::outs(), printOpts);
+  }
   if (!emitOnnx.empty())
-    if (auto err = exportOnnx(**g, emitOnnx))
+    if (auto err = exportOnnx(*graphs[0], emitOnnx))
       return reportError("partita-opt", std::move(err));
   return 0;
 }

@@ -1,5 +1,6 @@
 //===- OnnxExport.cpp -----------------------------------------------------===//
 #include "compiler/onnx/OnnxExport.h"
+#include "compiler/ops/OpRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 #include "compiler/support/OutputFile.h"
@@ -271,13 +272,13 @@ llvm::Error exportOnnx(const Graph &g, llvm::StringRef path, const ExportOptions
     p->set_version(1);
     // Compute ops get ONNX function bodies; collectives, a pipeline's sends
     // and receives, the fused optimizer update, ZeRO's flat buffers, kv copies' sums and run-time slices stay
-    // custom ops that Partita's runtime implements.
+    // custom ops that Partita's runtime implements (each op's OnnxForm says which).
     for (const auto &op : partitaOps) {
-      if (op == "Linear" || op == "Gelu" || op == "FastGelu" || op == "EmbeddingGrad")
+      const OpInfo *info = OpRegistry::get().find("partita." + op);
+      OnnxForm form = info ? info->onnx : OnnxForm::Lowered;
+      if (form == OnnxForm::Function)
         addFunction(m, op, opset);
-      else if (op != "AllReduce" && op != "AllGather" && op != "ReduceScatter" && op != "Send" && op != "Recv" &&
-               op != "AdamW" && op != "FlattenShards" && op != "UnflattenShards" && op != "SumCopies" &&
-               op != "ShardSlice")
+      else if (form != OnnxForm::Custom)
         return fail(path, "partita." + op + " cannot be exported (lower it first)");
     }
   }

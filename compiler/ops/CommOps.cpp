@@ -65,13 +65,15 @@ OpInfo commOp(int scale, bool variadic = false) {
 } // namespace
 
 void registerCommOps(OpRegistry &r) {
-  r.add("partita.Reshard", commOp(0));
+  r.add("partita.Reshard", commOp(0)).with(OpTrait::Reshards).exportedAs(OnnxForm::Lowered);
   r.add("partita.AllReduce", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                                       for (size_t i = 0; i < c.types.size(); ++i)
                                         o.push_back(c.type(i));
                                       return llvm::Error::success();
                                     },
-                                    {}, 1, -1});
+                                    {}, 1, -1})
+      .with(OpTrait::Collective | OpTrait::Reshards)
+      .exportedAs(OnnxForm::Custom);
   // The copies of a repeated weight's blocks (replicate-kv-heads) summed:
   // along `dim`, each run of `copies` blocks `block` wide becomes their sum in
   // every block of the run. Split over tp (one block per rank) it is an
@@ -82,15 +84,18 @@ void registerCommOps(OpRegistry &r) {
                                       o.push_back(c.type(0));
                                       return llvm::Error::success();
                                     },
-                                    {}, 1, 1});
-  r.add("partita.AllGather", commOp(+1, /*variadic=*/true));
-  r.add("partita.ReduceScatter", commOp(-1, /*variadic=*/true));
-  r.add("partita.ShardSlice", commOp(-1));
+                                    {}, 1, 1})
+      .exportedAs(OnnxForm::Custom);
+  r.add("partita.AllGather", commOp(+1, /*variadic=*/true)).with(OpTrait::Collective | OpTrait::Reshards).exportedAs(OnnxForm::Custom);
+  r.add("partita.ReduceScatter", commOp(-1, /*variadic=*/true)).with(OpTrait::Collective | OpTrait::Reshards).exportedAs(OnnxForm::Custom);
+  r.add("partita.ShardSlice", commOp(-1)).with(OpTrait::Reshards).exportedAs(OnnxForm::Custom);
   r.add("partita.Send", OpInfo{[](const InferContext &, std::vector<TensorType> &o) -> llvm::Error {
                                  o.push_back(TensorType{DType::F32, {0}, true});
                                  return llvm::Error::success();
                                },
-                               {}, 1, 1});
+                               {}, 1, 1})
+      .with(OpTrait::Collective | OpTrait::SideEffects)
+      .exportedAs(OnnxForm::Custom);
   r.add("partita.Recv", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                                  auto dtype = dtypeFromOnnx(static_cast<int>(c.node.intAttr("dtype", 0)));
                                  if (!dtype || !c.node.hasAttr("shape"))
@@ -99,7 +104,9 @@ void registerCommOps(OpRegistry &r) {
                                  o.push_back(TensorType{*dtype, Shape(shape.begin(), shape.end()), true});
                                  return llvm::Error::success();
                                },
-                               {}, 0, 0});
+                               {}, 0, 0})
+      .with(OpTrait::Collective | OpTrait::SideEffects)
+      .exportedAs(OnnxForm::Custom);
 }
 
 } // namespace partita

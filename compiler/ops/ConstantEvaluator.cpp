@@ -23,7 +23,7 @@ llvm::Expected<bool> ConstantEvaluator::tryEvaluate(const Node &n) {
       return false;
   std::vector<Tensor> inputs;
   // Shape and Size read only their input's (static) type.
-  bool typeOnly = n.is("Shape") || n.is("Size");
+  bool typeOnly = info->has(OpTrait::ShapeOnly);
   for (Value *in : n.inputs()) {
     if (!in)
       continue;

@@ -127,7 +127,8 @@ void registerConvOp(OpRegistry &r) {
                    }
                  return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), outShape, y)};
                },
-               2, 3});
+               2, 3})
+      .with(OpTrait::Contraction);
 }
 
 } // namespace partita

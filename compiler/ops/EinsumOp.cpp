@@ -139,7 +139,8 @@ void registerEinsumOp(OpRegistry &r) {
                  }
                  return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), outShape, out)};
                },
-               1, -1});
+               1, -1})
+      .with(OpTrait::Contraction);
 }
 
 } // namespace partita

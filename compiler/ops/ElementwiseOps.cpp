@@ -67,12 +67,13 @@ Tensor mapBroadcast(llvm::ArrayRef<Tensor> in, DType outType,
   return Tensor::fromDoubles(outType, outShape, out);
 }
 
-void addUnary(OpRegistry &r, llvm::StringRef op, UnaryFn fn) {
-  r.add(op, OpInfo{sameAsInput0,
+OpInfo &addUnary(OpRegistry &r, llvm::StringRef op, UnaryFn fn) {
+  return r.add(op, OpInfo{sameAsInput0,
                    [fn](const Node &, llvm::ArrayRef<Tensor> in) -> llvm::Expected<std::vector<Tensor>> {
                      return std::vector<Tensor>{mapUnary(in[0], in[0].dtype(), fn)};
                    },
-                   1, 1});
+                   1, 1})
+      .with(OpTrait::Elementwise);
 }
 
 void addBinary(OpRegistry &r, llvm::StringRef op, BinaryFn fn, bool toBool) {
@@ -88,7 +89,8 @@ void addBinary(OpRegistry &r, llvm::StringRef op, BinaryFn fn, bool toBool) {
                        return intDiv ? std::trunc(v) : v;
                      })};
                    },
-                   2, 2});
+                   2, 2})
+      .with(OpTrait::Elementwise);
 }
 
 /// Max, Min, Sum, Mean: one or more operands, broadcast together.
@@ -102,7 +104,8 @@ void addVariadic(OpRegistry &r, llvm::StringRef op, BinaryFn fn, bool average) {
                        return average ? acc / static_cast<double>(a.size()) : acc;
                      })};
                    },
-                   1, -1});
+                   1, -1})
+      .with(OpTrait::Elementwise);
 }
 
 double erfGelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
@@ -128,13 +131,13 @@ void registerElementwiseOps(OpRegistry &r) {
   addUnary(r, "Sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
   addUnary(r, "Relu", [](double x) { return x > 0 ? x : 0.0; });
   addUnary(r, "Not", [](double x) { return x != 0 ? 0.0 : 1.0; });
-  addUnary(r, "Identity", [](double x) { return x; });
+  addUnary(r, "Identity", [](double x) { return x; }).with(OpTrait::View | OpTrait::MovesElements);
   // Canonical GELU ops (the names ONNX Runtime's contrib ops use): Gelu is
   // the exact erf form, FastGelu the tanh approximation.
-  addUnary(r, "partita.Gelu", erfGelu);
-  addUnary(r, "partita.FastGelu", tanhGelu);
+  addUnary(r, "partita.Gelu", erfGelu).exportedAs(OnnxForm::Function);
+  addUnary(r, "partita.FastGelu", tanhGelu).exportedAs(OnnxForm::Function);
   // Inference-mode Dropout is the identity (the canonicalizer removes it).
-  r.add("Dropout", OpInfo{sameAsInput0, {}, 1, 3});
+  r.add("Dropout", OpInfo{sameAsInput0, {}, 1, 3}).with(OpTrait::Elementwise);
 
   addBinary(r, "Add", [](double a, double b) { return a + b; }, false);
   addBinary(r, "Sub", [](double a, double b) { return a - b; }, false);
@@ -163,7 +166,8 @@ void registerElementwiseOps(OpRegistry &r) {
                  return std::vector<Tensor>{mapBroadcast(
                      in, in[1].dtype(), [](llvm::ArrayRef<double> a) { return a[0] != 0 ? a[1] : a[2]; })};
                },
-               3, 3});
+               3, 3})
+      .with(OpTrait::Elementwise);
 
   r.add("Cast",
         OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
@@ -180,7 +184,8 @@ void registerElementwiseOps(OpRegistry &r) {
                    return std::vector<Tensor>{Tensor::fromInts(to, in[0].shape(), in[0].toInts())};
                  return std::vector<Tensor>{Tensor::fromDoubles(to, in[0].shape(), in[0].toDoubles())};
                },
-               1, 1});
+               1, 1})
+      .with(OpTrait::Elementwise);
 }
 
 } // namespace partita

@@ -43,7 +43,8 @@ void registerEmbeddingGradOp(OpRegistry &r) {
                  }
                  return std::vector<Tensor>{Tensor::fromDoubles(in[0].dtype(), ts, out)};
                },
-               3, 3});
+               3, 3})
+      .exportedAs(OnnxForm::Function);
 }
 
 } // namespace partita

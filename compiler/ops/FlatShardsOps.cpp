@@ -68,7 +68,8 @@ void registerFlatShardsOps(OpRegistry &r) {
                  });
                  return std::vector<Tensor>{Tensor(in[0].dtype(), {l->blocks * l->length}, std::move(bytes))};
                },
-               1, 1});
+               1, 1})
+      .exportedAs(OnnxForm::Custom);
   r.add("partita.UnflattenShards",
         OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                  const TensorType &y = c.type(0);
@@ -97,7 +98,8 @@ void registerFlatShardsOps(OpRegistry &r) {
                  });
                  return std::vector<Tensor>{Tensor(in[0].dtype(), shape, std::move(bytes))};
                },
-               1, 1});
+               1, 1})
+      .exportedAs(OnnxForm::Custom);
 }
 
 } // namespace partita

@@ -212,12 +212,14 @@ Result evalLayerNorm(const Node &n, llvm::ArrayRef<Tensor> in) {
 } // namespace
 
 void registerNNOps(OpRegistry &r) {
-  r.add("MatMul", OpInfo{inferMatMul, evalMatMul, 2, 2});
-  r.add("Gemm", OpInfo{inferGemm, {}, 2, 3});
-  r.add("partita.Linear", OpInfo{inferLinear, evalLinear, 3, 3});
+  r.add("MatMul", OpInfo{inferMatMul, evalMatMul, 2, 2}).with(OpTrait::Contraction);
+  r.add("Gemm", OpInfo{inferGemm, {}, 2, 3}).with(OpTrait::Contraction);
+  r.add("partita.Linear", OpInfo{inferLinear, evalLinear, 3, 3})
+      .with(OpTrait::Contraction)
+      .exportedAs(OnnxForm::Function);
   r.add("Softmax", OpInfo{inferAxisOp, evalSoftmax, 1, 1});
   r.add("LogSoftmax", OpInfo{inferAxisOp, evalSoftmax, 1, 1});
-  r.add("LayerNormalization", OpInfo{inferLayerNorm, evalLayerNorm, 2, 3});
+  r.add("LayerNormalization", OpInfo{inferLayerNorm, evalLayerNorm, 2, 3}).with(OpTrait::Normalizes);
   r.add("Trilu", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                           if (c.type(0).rank() < 2)
                             return c.error("input must have rank >= 2");

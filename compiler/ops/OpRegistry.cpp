@@ -40,6 +40,11 @@ std::vector<std::string> OpRegistry::names() const {
   return out;
 }
 
+bool hasTrait(const Node &n, OpTrait t) {
+  const OpInfo *info = OpRegistry::get().find(n.qualifiedOp());
+  return info && info->has(t);
+}
+
 int64_t normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return -1;

@@ -1,9 +1,11 @@
 //===- OpRegistry.h - what the compiler knows about each operator ---------===//
 //
 // One table, keyed by qualified op name ("MatMul", "partita.Linear"), holds the
-// shape/type inference rule of every supported operator and, for operators the
-// compiler may fold, a reference evaluator over host Tensors. Op families
-// register themselves from their own files (ElementwiseOps.cpp, ShapeOps.cpp,
+// shape/type inference rule of every supported operator, for operators the
+// compiler may fold a reference evaluator over host Tensors, and the op's
+// traits: the properties passes, the runtime and the exporter ask of an op
+// instead of keeping their own lists of op names. Op families register
+// themselves from their own files (ElementwiseOps.cpp, ShapeOps.cpp,
 // ReductionOps.cpp, NNOps.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -39,18 +41,77 @@ using InferFn = std::function<llvm::Error(const InferContext &, std::vector<Tens
 using EvalFn =
     std::function<llvm::Expected<std::vector<Tensor>>(const Node &, llvm::ArrayRef<Tensor>)>;
 
+/// What an op is, as far as passes, the runtime and the exporter care. An op
+/// has any combination; each names the property, never a use of it.
+enum class OpTrait : uint32_t {
+  None = 0,
+  /// Each result element is a function of the operands' elements at the same
+  /// (broadcast) index and of nothing else: arithmetic, comparisons, Where,
+  /// Cast, Identity. Its per-element function is the op's evaluator.
+  Elementwise = 1u << 0,
+  /// The result is operand 0's elements in their order under another shape:
+  /// the same bytes (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
+  View = 1u << 1,
+  /// Float results are some of the float operands' elements, moved or copied
+  /// (views, Transpose, Slice, Gather, Concat, Expand, ...): of rounded
+  /// operands, already rounded.
+  MovesElements = 1u << 2,
+  /// Normalises each row over trailing axes (LayerNormalization).
+  Normalizes = 1u << 3,
+  /// Contracts an activation with a (possibly weight) operand: MatMul, Gemm,
+  /// Linear, Conv, Einsum.
+  Contraction = 1u << 4,
+  /// Communicates with other ranks when it runs: all-reduce, all-gather,
+  /// reduce-scatter, a pipeline's send and receive.
+  Collective = 1u << 5,
+  /// Changes a value's layout over the device mesh: Reshard and what it lowers
+  /// to (the mesh collectives and the local ShardSlice).
+  Reshards = 1u << 6,
+  /// Reads only its operands' types, never their values (Shape, Size).
+  ShapeOnly = 1u << 7,
+  /// Runs even when no result is read, and is never merged with an identical
+  /// node: a pipeline's Send and Recv.
+  SideEffects = 1u << 8,
+  /// Has no operands: a Constant or a Weight.
+  Source = 1u << 9,
+};
+constexpr OpTrait operator|(OpTrait a, OpTrait b) {
+  return static_cast<OpTrait>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
+}
+
+/// How the ONNX exporter writes an op.
+enum class OnnxForm {
+  Standard, // an ONNX operator, written as it is
+  Function, // a Partita op with an ONNX function body in the exported model
+  Custom,   // a Partita op that stays custom: Partita's runtime implements it
+  Lowered,  // never exported: a pass lowers it first (Reshard)
+};
+
 struct OpInfo {
   InferFn infer;
   EvalFn eval; // empty when the compiler never folds this op
   int minInputs = 0;
   int maxInputs = 0; // -1: variadic
+  OpTrait traits = OpTrait::None;
+  OnnxForm onnx = OnnxForm::Standard;
+
+  bool has(OpTrait t) const { return (static_cast<uint32_t>(traits) & static_cast<uint32_t>(t)) != 0; }
+  OpInfo &with(OpTrait t) {
+    traits = traits | t;
+    return *this;
+  }
+  OpInfo &exportedAs(OnnxForm form) {
+    onnx = form;
+    return *this;
+  }
 };
 
 class OpRegistry {
 public:
   static const OpRegistry &get();
   const OpInfo *find(llvm::StringRef qualifiedOp) const;
-  void add(llvm::StringRef qualifiedOp, OpInfo info) { ops_[qualifiedOp] = std::move(info); }
+  /// Registers `info` under `qualifiedOp`; traits are added on the result.
+  OpInfo &add(llvm::StringRef qualifiedOp, OpInfo info) { return ops_[qualifiedOp] = std::move(info); }
   std::vector<std::string> names() const;
 
 private:
@@ -67,6 +128,9 @@ void registerConvOp(OpRegistry &r);
 void registerOptimizerOps(OpRegistry &r);
 void registerEmbeddingGradOp(OpRegistry &r);
 void registerFlatShardsOps(OpRegistry &r);
+
+/// Whether `n`'s operator has trait `t` (an unregistered op has none).
+bool hasTrait(const Node &n, OpTrait t);
 
 /// Runs inference for `n` given its inputs' types and known values; writes the
 /// result types into its outputs. Unknown op, arity or shape errors name the node.

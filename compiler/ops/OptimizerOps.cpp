@@ -46,7 +46,8 @@ void registerOptimizerOps(OpRegistry &r) {
                                             Tensor::fromDoubles(t, in[3].shape(), m),
                                             Tensor::fromDoubles(t, in[3].shape(), v)};
                },
-               7, 8});
+               7, 8})
+      .exportedAs(OnnxForm::Custom);
 }
 
 } // namespace partita

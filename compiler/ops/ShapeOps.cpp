@@ -521,7 +521,8 @@ void registerShapeOps(OpRegistry &r) {
                           return std::vector<Tensor>{Tensor::fromInts(
                               DType::I64, {e - b}, llvm::ArrayRef<int64_t>(s).slice(b, e - b))};
                         },
-                        1, 1});
+                        1, 1})
+      .with(OpTrait::ShapeOnly);
   r.add("Size", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                          o.push_back(TensorType{DType::I64, {}, true});
                          return llvm::Error::success();
@@ -529,7 +530,8 @@ void registerShapeOps(OpRegistry &r) {
                        [](const Node &, llvm::ArrayRef<Tensor> in) -> Result {
                          return std::vector<Tensor>{Tensor::fromInts(DType::I64, {}, {in[0].numel()})};
                        },
-                       1, 1});
+                       1, 1})
+      .with(OpTrait::ShapeOnly);
   r.add("Reshape", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                             auto s = reshapeTarget(c);
                             if (!s)
@@ -547,8 +549,9 @@ void registerShapeOps(OpRegistry &r) {
                               return s.takeError();
                             return std::vector<Tensor>{withShape(in[0], *s)};
                           },
-                          2, 2});
-  r.add("Transpose", OpInfo{inferTranspose, evalTranspose, 1, 1});
+                          2, 2})
+      .with(OpTrait::View | OpTrait::MovesElements);
+  r.add("Transpose", OpInfo{inferTranspose, evalTranspose, 1, 1}).with(OpTrait::MovesElements);
   r.add("Flatten", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                             const Shape &s = c.type(0).shape;
                             int64_t rank = static_cast<int64_t>(s.size());
@@ -572,14 +575,15 @@ void registerShapeOps(OpRegistry &r) {
                             int64_t inner = numElements(llvm::ArrayRef<int64_t>(s).drop_front(axis));
                             return std::vector<Tensor>{withShape(in[0], {outer, inner})};
                           },
-                          1, 1});
-  r.add("Unsqueeze", squeezeOp(true));
-  r.add("Squeeze", squeezeOp(false));
-  r.add("Concat", OpInfo{inferConcat, evalConcat, 1, -1});
-  r.add("Split", OpInfo{inferSplit, evalSplit, 1, 2});
-  r.add("Slice", OpInfo{inferSlice, evalSlice, 3, 5});
-  r.add("Gather", OpInfo{inferGather, evalGather, 2, 2});
-  r.add("Expand", OpInfo{inferExpand, evalExpand, 2, 2});
+                          1, 1})
+      .with(OpTrait::View | OpTrait::MovesElements);
+  r.add("Unsqueeze", squeezeOp(true)).with(OpTrait::View | OpTrait::MovesElements);
+  r.add("Squeeze", squeezeOp(false)).with(OpTrait::View | OpTrait::MovesElements);
+  r.add("Concat", OpInfo{inferConcat, evalConcat, 1, -1}).with(OpTrait::MovesElements);
+  r.add("Split", OpInfo{inferSplit, evalSplit, 1, 2}).with(OpTrait::MovesElements);
+  r.add("Slice", OpInfo{inferSlice, evalSlice, 3, 5}).with(OpTrait::MovesElements);
+  r.add("Gather", OpInfo{inferGather, evalGather, 2, 2}).with(OpTrait::MovesElements);
+  r.add("Expand", OpInfo{inferExpand, evalExpand, 2, 2}).with(OpTrait::MovesElements);
   r.add("ConstantOfShape",
         OpInfo{inferConstantOfShape,
                [](const Node &n, llvm::ArrayRef<Tensor> in) -> Result {
@@ -600,13 +604,15 @@ void registerShapeOps(OpRegistry &r) {
                            [](const Node &n, llvm::ArrayRef<Tensor>) -> Result {
                              return std::vector<Tensor>{n.attr("value")->tensor};
                            },
-                           0, 0});
+                           0, 0})
+      .with(OpTrait::Source);
   // A weight's type is fixed where it is declared (initializer or text IR).
   r.add("Weight", OpInfo{[](const InferContext &c, std::vector<TensorType> &o) -> llvm::Error {
                            o.push_back(c.node.output()->type());
                            return llvm::Error::success();
                          },
-                         {}, 0, 0});
+                         {}, 0, 0})
+      .with(OpTrait::Source);
 }
 
 } // namespace partita

@@ -93,20 +93,64 @@ llvm::Error PassManager::addPipeline(llvm::StringRef pipeline) {
   return llvm::Error::success();
 }
 
-llvm::Error PassManager::run(Graph &g) {
+llvm::Error SplitPass::run(Graph &) {
+  return passError(name(), "cuts the graph into several graphs: it runs where a pipeline may give several "
+                           "(partita-opt), not on one graph in place");
+}
+
+/// Whether the pipeline verifies the graph after each pass (always in debug builds).
+static bool verifying(bool verifyEach) {
 #ifndef NDEBUG
-  const bool verify = true;
+  (void)verifyEach;
+  return true;
 #else
-  const bool verify = verifyEach;
+  return verifyEach;
 #endif
+}
+
+/// Sorts what pass `p` left and, when asked, verifies it.
+static llvm::Error checkAfter(const Pass &p, Graph &g, bool verify) {
+  if (auto err = g.sortTopologically())
+    return passError(p.name(), llvm::toString(std::move(err)));
+  if (verify)
+    if (auto err = verifyGraph(g))
+      return passError(p.name(), "left an invalid graph: " + llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Error PassManager::run(Graph &g) {
   for (auto &p : passes_) {
     if (auto err = p->run(g))
       return err;
-    if (auto err = g.sortTopologically())
-      return passError(p->name(), llvm::toString(std::move(err)));
-    if (verify)
-      if (auto err = verifyGraph(g))
-        return passError(p->name(), "left an invalid graph: " + llvm::toString(std::move(err)));
+    if (auto err = checkAfter(*p, g, verifying(verifyEach)))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PassManager::run(std::vector<std::unique_ptr<Graph>> &graphs) {
+  for (auto &p : passes_) {
+    if (!p->splits()) {
+      for (auto &g : graphs) {
+        if (auto err = p->run(*g))
+          return err;
+        if (auto err = checkAfter(*p, *g, verifying(verifyEach)))
+          return err;
+      }
+      continue;
+    }
+    std::vector<std::unique_ptr<Graph>> parts;
+    for (auto &g : graphs) {
+      auto split = static_cast<SplitPass &>(*p).split(*g);
+      if (!split)
+        return split.takeError();
+      for (auto &part : *split) {
+        if (auto err = checkAfter(*p, *part, verifying(verifyEach)))
+          return err;
+        parts.push_back(std::move(part));
+      }
+    }
+    graphs = std::move(parts);
   }
   return llvm::Error::success();
 }

@@ -23,6 +23,8 @@ public:
   virtual ~Pass() = default;
   virtual llvm::StringRef name() const = 0;
   virtual llvm::Error run(Graph &g) = 0;
+  /// Whether this is a SplitPass.
+  virtual bool splits() const { return false; }
   /// Sets option `key` through its declaration; an unknown key or a value
   /// the option does not take is an error naming the pass, the option and
   /// what it expects.
@@ -33,6 +35,17 @@ public:
 private:
   friend class PassOptionBase;
   std::vector<PassOptionBase *> options_;
+};
+
+/// A pass that cuts a graph into several (split-pipeline, split-programs).
+/// In a pipeline, the passes after it run on each part; PassManager::run on
+/// one graph refuses it.
+class SplitPass : public Pass {
+public:
+  llvm::Error run(Graph &g) final;
+  /// The parts, named after `g` (g.name + "." + the part's name).
+  virtual llvm::Expected<std::vector<std::unique_ptr<Graph>>> split(const Graph &g) = 0;
+  bool splits() const final { return true; }
 };
 
 struct PassInfo {
@@ -69,6 +82,9 @@ public:
   /// Parses "a,b{opt=1},c" using the registry.
   llvm::Error addPipeline(llvm::StringRef pipeline);
   llvm::Error run(Graph &g);
+  /// Runs the pipeline on every graph of `graphs`; a split pass replaces
+  /// each graph by its parts, in order.
+  llvm::Error run(std::vector<std::unique_ptr<Graph>> &graphs);
 
 private:
   std::vector<std::unique_ptr<Pass>> passes_;

@@ -35,7 +35,7 @@ Plan makePlan(const Mesh &mesh) {
       rp.coords[it->name] = rem % it->size;
       rem /= it->size;
     }
-    rp.programs["forward"] = "rank" + std::to_string(r) + "/forward.onnx";
+    rp.programs[kForwardProgram] = "rank" + std::to_string(r) + "/forward.onnx";
     p.ranks.push_back(rp);
   }
   for (const auto &axis : mesh.axes) {
@@ -377,7 +377,7 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
       role = (*roles)[static_cast<size_t>(*k)].getAsObject();
     }
     const auto *progs = role ? role->getObject("programs") : nullptr;
-    if (!o || !o->getInteger("rank") || !progs || !progs->getString("forward"))
+    if (!o || !o->getInteger("rank") || !progs || !progs->getString(kForwardProgram))
       return bad("bad rank entry");
     RankPlan rp;
     rp.rank = *o->getInteger("rank");
@@ -704,14 +704,14 @@ ImportOptions compiledProgramImport(llvm::ArrayRef<std::string> weightFiles,
 }
 
 std::string rankWeightsFile(const RankPlan &r) {
-  llvm::SmallString<128> rel(llvm::sys::path::parent_path(r.program("forward"), llvm::sys::path::Style::posix));
+  llvm::SmallString<128> rel(llvm::sys::path::parent_path(r.program(kForwardProgram), llvm::sys::path::Style::posix));
   llvm::sys::path::append(rel, llvm::sys::path::Style::posix, "weights.bin");
   return std::string(rel);
 }
 
 llvm::Error checkRankFiles(const RankPlan &r, llvm::StringRef dir, llvm::Optional<llvm::StringRef> forwardBytes) {
   for (const auto &[name, rel] : r.programs)
-    if (auto err = checkProgramHash(r, dir, rel, name == "forward" ? forwardBytes : llvm::None))
+    if (auto err = checkProgramHash(r, dir, rel, name == kForwardProgram ? forwardBytes : llvm::None))
       return err;
   std::string weights = rankWeightsFile(r);
   llvm::SmallString<256> path(dir);

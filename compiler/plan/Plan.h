@@ -2,7 +2,8 @@
 #pragma once
 #include "compiler/ir/Graph.h"
 #include "compiler/onnx/OnnxImport.h"
-#include "passes/AddOptimizer.h"
+#include "compiler/plan/AdamWOptions.h"
+#include "compiler/plan/Names.h"
 #include "llvm/Support/Error.h"
 #include <map>
 
@@ -84,7 +85,7 @@ struct Plan {
   /// "gradient-accumulation" (forward and backward per micro-batch, then
   /// grad_norm and step), the programs in that order.
   std::string schedule = "inference";
-  std::vector<std::string> scheduleOrder{"forward"};
+  std::vector<std::string> scheduleOrder{kForwardProgram};
   /// Training plans: the forward outputs the backward reads (activations
   /// saved between a micro-batch's forward and its backward).
   std::vector<std::string> saved;
@@ -154,7 +155,7 @@ struct Plan {
   int64_t worldSize() const { return static_cast<int64_t>(ranks.size()); }
   /// The number of pipeline stages (the mesh's pp axis; 1 without one).
   int64_t stages() const {
-    const MeshAxis *a = mesh.find("pp");
+    const MeshAxis *a = mesh.find(mesh_axis::kPipeline);
     return a ? a->size : 1;
   }
   /// The pipeline's stages counting every model chunk: pp x virtual stages.

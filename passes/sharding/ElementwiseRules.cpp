@@ -7,6 +7,7 @@
 // a replicated factor, Div of a partial by a replicated divisor.
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/ShardingRules.h"
+#include "compiler/ops/OpRegistry.h"
 
 namespace partita {
 
@@ -83,12 +84,12 @@ std::optional<std::vector<Layout>> backward(const RuleContext &c, const Layout &
 
 } // namespace
 
+/// Every op registered as elementwise (compiler/ops/OpRegistry.h) gets this rule.
 void addElementwiseRules(llvm::StringMap<ShardingRule> &t) {
-  for (const char *op : {"Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Tanh", "Sin", "Cos", "Floor",
-                         "Ceil", "Sigmoid", "Relu", "Not", "Identity", "Cast", "Dropout", "partita.Gelu",
-                         "partita.FastGelu", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less",
-                         "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Where"})
-    t[op] = ShardingRule{forward, backward, /*supportsOuter=*/true};
+  const OpRegistry &ops = OpRegistry::get();
+  for (const std::string &op : ops.names())
+    if (ops.find(op)->has(OpTrait::Elementwise))
+      t[op] = ShardingRule{forward, backward, /*supportsOuter=*/true};
 }
 
 } // namespace partita

@@ -9,6 +9,7 @@
 // what does not need it; it receives straight into its output buffer, which
 // the memory plan keeps from the receive's step to its last reader.
 //===----------------------------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/PendingSends.h"
 #include "runtime/cpu/CpuKernels.h"
@@ -20,7 +21,7 @@ namespace {
 /// A Send's or Recv's group and peer.
 struct Peer {
   explicit Peer(const Node &n)
-      : node(n), axis(n.stringAttr("axis", "pp")), stage(n.intAttr("peer", 0)),
+      : node(n), axis(n.stringAttr("axis", mesh_axis::kPipeline)), stage(n.intAttr("peer", 0)),
         tag(static_cast<int>(n.intAttr("tag", 0))) {}
   llvm::Expected<std::pair<Communicator *, int>> resolve(const KernelContext &ctx) const {
     Communicator *c = ctx.env ? ctx.env->group(axis) : nullptr;

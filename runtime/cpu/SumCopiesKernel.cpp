@@ -7,6 +7,7 @@
 // so the kernel all-reduces over the `copies` consecutive ranks holding the
 // run, a group split once per rank from the axis's (RuntimeEnv::subgroups).
 //===----------------------------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/cpu/CpuKernels.h"
 #include <cstring>
@@ -18,7 +19,7 @@ namespace {
 class SumCopiesKernel final : public Kernel {
 public:
   explicit SumCopiesKernel(const Node &n)
-      : node_(n), axis_(n.stringAttr("axis", "tp")), copies_(n.intAttr("copies", 1)) {}
+      : node_(n), axis_(n.stringAttr("axis", mesh_axis::kTensor)), copies_(n.intAttr("copies", 1)) {}
 
   llvm::Error run(KernelContext &ctx) override {
     const TensorView &in = ctx.inputs[0];

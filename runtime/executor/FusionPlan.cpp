@@ -31,10 +31,6 @@ bool readInPlaceByUsers(const Graph &g, const Node &n, DeviceType device) {
 }
 } // namespace
 
-bool isView(const Node &n) {
-  return n.is("Reshape") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Flatten") || n.is("Identity");
-}
-
 FusionPlan::FusionPlan(const Graph &g, DeviceType device) : g_(g), device_(device) {
   for (const Node *n : g.nodes())
     if (readInPlaceByUsers(g, *n, device))

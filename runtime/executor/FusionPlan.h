@@ -54,7 +54,4 @@ private:
   llvm::DenseMap<const Node *, size_t> clusterAt_;
 };
 
-/// Ops whose result is their first input's bytes under another shape.
-bool isView(const Node &n);
-
 } // namespace partita::rt

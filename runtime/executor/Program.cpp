@@ -1,4 +1,5 @@
 //===- Program.cpp --------------------------------------------------------===//
+#include "compiler/ops/OpRegistry.h"
 #include "runtime/executor/Program.h"
 #include "runtime/executor/Scratch.h"
 #include "runtime/executor/FusionPlan.h"
@@ -10,12 +11,6 @@
 
 namespace partita::rt {
 
-/// The communicating ops the collective observer reports (a pipeline's
-/// receive from its post to its wait's end).
-static bool isCollective(const Node &n) {
-  return n.is("AllReduce", "partita") || n.is("AllGather", "partita") || n.is("ReduceScatter", "partita") ||
-         n.is("Send", "partita") || n.is("Recv", "partita");
-}
 
 
 namespace {
@@ -125,7 +120,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       newSlot(n->output(), Home::Static, p->statics_.size() - 1);
       continue;
     }
-    if (n->is("Weight") || n->is("Constant")) {
+    if (hasTrait(*n, OpTrait::Source)) {
       Tensor value;
       if (n->is("Weight")) {
         auto w = g.weights.load(n->stringAttr("name", ""));
@@ -147,7 +142,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       continue;
     }
     // A view's result aliases its input (graph outputs keep their own buffer).
-    if (isView(*n) && n->numOutputs() == 1 && !outputIndex.count(n->output()) && n->input(0) &&
+    if (hasTrait(*n, OpTrait::View) && n->numOutputs() == 1 && !outputIndex.count(n->output()) && n->input(0) &&
         slotOf.count(n->input(0))) {
       int src = slotOf.lookup(n->input(0));
       newSlot(n->output(), Home::Arena, 0);
@@ -542,7 +537,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       ctx.deferReductions = deferReductions_;
       ctx.addends = si < stepAddends_.size() ? &stepAddends_[si] : nullptr;
     }
-    bool observed = onCollective_ && isCollective(*step.node);
+    bool observed = onCollective_ && hasTrait(*step.node, OpTrait::Collective);
     auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (auto err = step.kernel->run(ctx))
       return abandon(std::move(err));
@@ -592,7 +587,7 @@ llvm::Error Program::finish(InFlight &f) {
   KernelContext ctx{device_, f.inputs, f.outputs, env_, weightsVersion_};
   ctx.deferReductions = deferReductions_;
   ctx.scratch = f.scratch;
-  bool observed = onCollective_ && isCollective(*step.node);
+  bool observed = onCollective_ && hasTrait(*step.node, OpTrait::Collective);
   auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   if (auto err = step.kernel->finish(ctx))
     return err;

@@ -1,4 +1,5 @@
 //===- StageLinks.cpp -----------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "runtime/pipeline/StageLinks.h"
 #include "runtime/core/HalfConvert.h"
 #include "runtime/comm/PendingSends.h"
@@ -47,7 +48,7 @@ llvm::Error StageLinks::sendSharedGradient(llvm::StringRef param, const TensorVi
     return fail("stage shares no weight '" + param + "' with another");
   if (auto err = PendingSends::process().start(*pp_, grad.data, grad.bytes(), static_cast<size_t>(grad.numel()),
                                                grad.dtype, l->peer, l->tag))
-    return fail("sending the gradient of shared weight '" + param + "' to " + pipelinePeer(l->peerStage, "pp", l->peer) + ": " +
+    return fail("sending the gradient of shared weight '" + param + "' to " + pipelinePeer(l->peerStage, mesh_axis::kPipeline, l->peer) + ": " +
                 llvm::toString(std::move(err)));
   return llvm::Error::success();
 }
@@ -58,7 +59,7 @@ llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorVie
     return fail("stage shares no f32 (or bf16, fp16) weight '" + param + "' with another");
   std::vector<uint8_t> theirs(grad.bytes());
   if (auto err = pp_->recv(theirs.data(), static_cast<size_t>(grad.numel()), grad.dtype, l->peer, l->tag))
-    return fail("receiving the gradient of shared weight '" + param + "' from " + pipelinePeer(l->peerStage, "pp", l->peer) + ": " +
+    return fail("receiving the gradient of shared weight '" + param + "' from " + pipelinePeer(l->peerStage, mesh_axis::kPipeline, l->peer) + ": " +
                 llvm::toString(std::move(err)));
   int64_t n = grad.numel();
   if (grad.dtype == DType::F32) {

@@ -1,6 +1,6 @@
 //===- InputRoles.cpp - what the runtime feeds a program's inputs ----------===//
 #include "runtime/session/InputRoles.h"
-#include "passes/AddOptimizer.h"
+#include "compiler/plan/Names.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace partita {

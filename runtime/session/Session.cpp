@@ -1,4 +1,5 @@
 //===- Session.cpp --------------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "runtime/session/Session.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "llvm/ADT/StringSet.h"
@@ -55,7 +56,7 @@ llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llv
   auto program = Program::load(**graph, device_, &env_);
   if (!program)
     return program.takeError();
-  if (name.split('.').first == "backward") // a model chunk's too (backward.1): its outputs are the gradients (the forward's: the loss and saved activations)
+  if (name.split('.').first == optimizer_io::kBackward) // a model chunk's too (backward.1): its outputs are the gradients (the forward's: the loss and saved activations)
     (*program)->setOutputCategory(MemoryCategory::Gradients);
   programs_[name] = Loaded{std::move(*graph), std::move(*program)};
   return llvm::Error::success();

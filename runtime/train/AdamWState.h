@@ -10,7 +10,8 @@
 #pragma once
 #include "compiler/ir/Tensor.h"
 #include "runtime/core/MemoryLedger.h"
-#include "passes/AddOptimizer.h"
+#include "compiler/plan/AdamWOptions.h"
+#include "compiler/plan/Names.h"
 #include "runtime/executor/Program.h"
 #include <vector>
 

@@ -1,6 +1,6 @@
 //===- GradientClipping.cpp -----------------------------------------------===//
 #include "runtime/train/GradientClipping.h"
-#include "passes/AddOptimizer.h"
+#include "compiler/plan/Names.h"
 #include <algorithm>
 #include <cmath>
 

@@ -1,4 +1,5 @@
 //===- StageRun.cpp -------------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "runtime/train/StageRun.h"
 #include "runtime/train/GradientClipping.h"
 #include "runtime/train/HostTensor.h"
@@ -29,12 +30,12 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   feeds_ = &feeds;
   Program &fwd = *p_.forward, &bwd = *p_.backward;
   if (plan_.stages() > 1) {
-    auto links = StageLinks::create(plan_, stage_, session_.group("pp"));
+    auto links = StageLinks::create(plan_, stage_, session_.group(mesh_axis::kPipeline));
     if (!links)
       return links.takeError();
     links_.emplace(std::move(*links));
     // The outputs each micro-batch keeps in its own buffers (not the loss).
-    auto io = plan_.programIO.find(session_.rankPlan().program(chunkProgram("forward", stage_, plan_)));
+    auto io = plan_.programIO.find(session_.rankPlan().program(chunkProgram(kForwardProgram, stage_, plan_)));
     if (io == plan_.programIO.end() || io->second.outputs.size() != fwd.outputNames().size())
       return fail("plan.json's outputs of this rank's forward program of stage " + llvm::Twine(stage_) +
                   " are not the program's");
@@ -52,7 +53,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
     freeSets_.push_back(std::move(first));
     // MPI moves a large message only inside MPI calls: the sends and
     // receives (partita.Send, partita.Recv) progress between kernels.
-    Communicator *pp = session_.group("pp");
+    Communicator *pp = session_.group(mesh_axis::kPipeline);
     fwd.setAfterEachKernel([pp] { pp->progress(); });
     bwd.setAfterEachKernel([pp] { pp->progress(); });
   }
@@ -81,7 +82,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   std::vector<int64_t> numel;
   const auto &outs = bwd.outputNames();
   for (size_t i = 0; i < params_.size(); ++i) {
-    gradOutputs.push_back("grad." + paramNames_[i]);
+    gradOutputs.push_back(optimizer_io::gradOutput(paramNames_[i]));
     if (std::find(outs.begin(), outs.end(), gradOutputs.back()) == outs.end())
       return fail("the backward program has no gradient output for '" + paramNames_[i] + "'");
     // Shaped as the step reads it (ZeRO-2: the rank's part of the flat gradient).
@@ -280,7 +281,7 @@ llvm::Error StageRun::addSharedGradients() {
 
 llvm::Error StageRun::writeParameters(llvm::StringRef outDir) const {
   return writeParameterShards(outDir, session_.rank(), paramNames_, written_, paramTypes_, paramPartitioned_,
-                              session_.axisSize("dp") > 1 ? session_.group("dp") : nullptr);
+                              session_.axisSize(mesh_axis::kData) > 1 ? session_.group(mesh_axis::kData) : nullptr);
 }
 
 } // namespace partita::rt

@@ -1,4 +1,5 @@
 //===- TrafficReport.cpp --------------------------------------------------===//
+#include "compiler/plan/Names.h"
 #include "runtime/train/TrafficReport.h"
 #include "llvm/Support/Format.h"
 #include <algorithm>
@@ -18,7 +19,7 @@ void printTraffic(llvm::raw_ostream &os, const Session &session, int steps, doub
                        a.name.c_str(), static_cast<long long>(a.size), t.total() * per / 1e6,
                        t.allReduce * per / 1e6, t.reduceScatter * per / 1e6, t.allGather * per / 1e6,
                        t.other * per / 1e6);
-    if (a.name == "dp" && paramBytes > 0) {
+    if (a.name == mesh_axis::kData && paramBytes > 0) {
       double ring = static_cast<double>(a.size - 1) / static_cast<double>(a.size);
       os << llvm::format(" = %.2f psi (psi: the ring's share of the parameters, %.3f MB)", t.total() * per /
                          (ring * paramBytes), ring * paramBytes / 1e6);

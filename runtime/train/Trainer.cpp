@@ -16,7 +16,7 @@
 // norm over all stages (each stage's squared norm, all-reduced over pp).
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Trainer.h"
-#include "passes/AddOptimizer.h"
+#include "compiler/plan/Names.h"
 #include "runtime/comm/PendingSends.h"
 #include "runtime/schedule/AccumulationSchedule.h"
 #include "runtime/schedule/PipelineSchedule.h"
@@ -64,7 +64,7 @@ public:
   TrainingRun(Session &session, const TrainOptions &o, TokenFile tokens)
       : session_(session), plan_(session.plan()), o_(o), tokens_(std::move(tokens)),
         microBatches_(std::max(1, o.microBatches)), profile_(o.profile), trace_(!o.trace.empty()),
-        dpSize_(session.axisSize("dp")), stages_(session.axisSize("pp")), stage_(session.coordinate("pp")) {}
+        dpSize_(session.axisSize(mesh_axis::kData)), stages_(session.axisSize(mesh_axis::kPipeline)), stage_(session.coordinate(mesh_axis::kPipeline)) {}
   llvm::Error prepare(llvm::StringRef outDir);
   llvm::Error trainAll(llvm::StringRef outDir);
   llvm::Error run(const Action &action) override;
@@ -114,7 +114,7 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   for (int64_t k = 0; k < chunks; ++k) {
     int64_t stage = stage_ + k * stages_;
     auto find = [&](const char *base) { return session_.program(chunkProgram(base, stage, plan_)); };
-    StagePrograms p{find("forward"), find("backward"), find("step"), find("grad_norm")};
+    StagePrograms p{find(kForwardProgram), find(optimizer_io::kBackward), find(optimizer_io::kStep), find(optimizer_io::kGradNorm)};
     if (!p.forward || !p.backward || !p.step || !p.gradNorm)
       return fail("the plan gives rank " + llvm::Twine(session_.rank()) + " no forward, backward, grad_norm and " +
                   "step programs" + (chunks > 1 ? " for stage " + llvm::Twine(stage) : llvm::Twine("")) +
@@ -146,7 +146,7 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
     schedule_ = std::make_unique<PipelineSchedule>(kind, stages_, stage_, microBatches_);
   else
     schedule_ = std::make_unique<AccumulationSchedule>(microBatches_);
-  BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate("dp")};
+  BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate(mesh_axis::kData)};
   auto sampler = BatchSampler::create(tokens_, layout, o_.seed);
   if (!sampler)
     return sampler.takeError();
@@ -221,7 +221,7 @@ llvm::Error TrainingRun::reduceGradients() {
     for (StageRun &c : chunks_)
       if (auto err = c.addSharedGradients())
         return err;
-    if (auto err = session_.group("pp")->broadcast(&loss_, 1, DType::F32, static_cast<int>(stages_ - 1)))
+    if (auto err = session_.group(mesh_axis::kPipeline)->broadcast(&loss_, 1, DType::F32, static_cast<int>(stages_ - 1)))
       return err;
     profile_.phase("pipeline flush");
   }
@@ -253,7 +253,7 @@ llvm::Error TrainingRun::optimizerStep() {
     }
     if (stages_ > 1) {
       float total = static_cast<float>(squares);
-      if (auto err = session_.group("pp")->allReduce(&total, 1, DType::F32))
+      if (auto err = session_.group(mesh_axis::kPipeline)->allReduce(&total, 1, DType::F32))
         return err;
       squares = total;
     }

@@ -1,0 +1,48 @@
+//===- Compile.h - compile as a library -----------------------------------===//
+//
+// compileModel runs what `partita compile` does up to the files: import the
+// ONNX model, run the pass pipelines the options call for (canonicalize, tie
+// embeddings, classify parameters, autodiff and the optimizer, annotate and
+// propagate tensor parallelism, data parallelism and ZeRO), then cut the
+// global graph into pipeline stages and each stage into its programs. It
+// keeps no state between calls: one process may compile many layouts (the
+// planner does). writeCompiledPlan then localizes each rank's programs
+// (ranks that would get the same programs share one copy) and writes them,
+// the global IR and plan.json into a folder.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/Graph.h"
+#include "compiler/plan/Plan.h"
+#include "driver/CompileOptions.h"
+#include "passes/ClassifyParameters.h"
+#include "passes/SplitPrograms.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+
+namespace partita {
+
+struct CompiledPlan {
+  CompileOptions options;
+  /// The sharded global graph (out/global.pir), before the splits.
+  std::unique_ptr<Graph> global;
+  /// The global graph before ZeRO-3 or a master copy partitioned its weights
+  /// (what the parameters' records describe); null when the same as global.
+  std::unique_ptr<Graph> unpartitioned;
+  /// Each pipeline stage's programs, in stage order (one entry without a
+  /// pipeline; pp x virtual stages with one).
+  std::vector<ProgramSplit> stages;
+  /// The plan, but for what writing adds: the ranks' program files and their
+  /// hashes, the trained parameters' records and the model's weight files.
+  Plan plan;
+  /// The model's initializers, trainable or frozen and why (training).
+  std::vector<ParameterClass> initializers;
+};
+
+/// Compiles `options.model`; an error names the flag, node, value or file.
+llvm::Expected<CompiledPlan> compileModel(const CompileOptions &options);
+
+/// Writes `compiled` into folder `dir` (created; the caller stages it): each
+/// rank's programs as ONNX and IR, global.pir and plan.json.
+llvm::Error writeCompiledPlan(CompiledPlan &compiled, llvm::StringRef dir);
+
+} // namespace partita
