@@ -121,6 +121,7 @@ struct RuntimeEnv {
 };
 
 class Watchdog;
+class NodeCollectives;
 
 /// How long a collective or receive may wait by default (as NCCL's and
 /// torch.distributed's watchdogs): long enough for a slow step, short enough
@@ -179,12 +180,19 @@ private:
   llvm::Error finish(void *request, int op, int64_t seq, int peer = -1, int tag = 0);
   /// A blocking collective: waits for every member to arrive, then `call`.
   llvm::Error collective(int op, const char *what, llvm::function_ref<int()> call);
+  /// The group's shared segment for a collective of `bytes` (its whole
+  /// buffer) when that is at least `minBytes`, or null: MPI then moves it.
+  /// Made on the first large collective (every member is in it then), kept
+  /// for the communicator's life.
+  NodeCollectives *node(size_t bytes, size_t minBytes);
   void *comm_; // MPI_Comm, kept opaque so mpi.h stays out of the interface
   bool owned_;
   int rank_ = 0, size_ = 1;
   std::shared_ptr<Watchdog> watchdog_;
   int group_ = 0;              // the watchdog's number for this group
   std::vector<int> worldRanks_; // group rank -> world rank
+  std::unique_ptr<NodeCollectives> node_;
+  bool nodeTried_ = false;
 };
 
 } // namespace partita::rt

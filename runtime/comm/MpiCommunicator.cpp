@@ -8,6 +8,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/HalfConvert.h"
 #include "runtime/comm/CommunicatorFactory.h"
+#include "runtime/comm/NodeCollectives.h"
 #include "runtime/comm/Watchdog.h"
 #include "compiler/ir/Tensor.h"
 #include <algorithm>
@@ -180,6 +181,23 @@ constexpr size_t kPieceBytes = size_t(1) << 20;
 /// node's tensor-parallel group): each piece costs a call per member.
 constexpr int kPiecewiseReduceScatterMembers = 8;
 
+/// Collectives of this many bytes and more go through the group's shared
+/// segment when its members share a node (NodeCollectives.h); below it MPI
+/// is as fast or faster (bench/tensor_parallel.sh, 2 ranks: the segment's
+/// all-reduce and all-gather lose 10-30% to Open MPI's at 64-256 KB and win
+/// from 1 MB; its reduce-scatter wins from 64 KB).
+constexpr size_t kNodeMinBytes = size_t(1) << 20, kNodeMinReduceScatterBytes = size_t(64) << 10;
+
+NodeCollectives *MpiCommunicator::node(size_t bytes, size_t minBytes) {
+  if (bytes < minBytes)
+    return nullptr;
+  if (!nodeTried_) { // every member is here, with the same size (the collective's arguments agree)
+    nodeTried_ = true;
+    node_ = NodeCollectives::create(comm_);
+  }
+  return node_.get();
+}
+
 llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, ReduceOp op) {
   auto t = mpiType(dtype);
   if (!t)
@@ -187,6 +205,10 @@ llvm::Error MpiCommunicator::allReduce(void *buf, size_t count, DType dtype, Red
   recordTraffic(Moved::AllReduce, static_cast<double>(count * dtypeSize(dtype)));
   size_t elem = dtypeSize(dtype), piece = std::max<size_t>(1, std::max(kPieceBytes, kPieceBytes / 4 * size_) / elem);
   return collective(static_cast<int>(CommOp::AllReduce), "MPI_Allreduce", [&] {
+    if (NodeCollectives *n = NodeCollectives::reduces(dtype) ? node(count * elem, kNodeMinBytes) : nullptr) {
+      n->allReduce(buf, count, dtype, op == ReduceOp::Max);
+      return MPI_SUCCESS;
+    }
     for (size_t off = 0; off < count; off += piece)
       if (int rc = MPI_Allreduce(MPI_IN_PLACE, static_cast<char *>(buf) + off * elem,
                                  static_cast<int>(std::min(piece, count - off)), *t, mpiOp(op, dtype), asComm(comm_)))
@@ -199,6 +221,10 @@ llvm::Error MpiCommunicator::allGather(const void *send, void *recv, size_t coun
   MovedAs t = movedAs(dtype, count);
   recordTraffic(Moved::AllGather, static_cast<double>(count * dtypeSize(dtype)) * size_);
   return collective(static_cast<int>(CommOp::AllGather), "MPI_Allgather", [&] {
+    if (NodeCollectives *n = node(count * dtypeSize(dtype) * size_, kNodeMinBytes)) {
+      n->allGather(send, recv, count, dtypeSize(dtype));
+      return MPI_SUCCESS;
+    }
     return MPI_Allgather(send, t.count, t.type, recv, t.count, t.type, asComm(comm_));
   });
 }
@@ -209,6 +235,15 @@ llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t 
     return t.takeError();
   recordTraffic(Moved::ReduceScatter, static_cast<double>(count * dtypeSize(dtype)) * size_);
   size_t elem = dtypeSize(dtype), piece = std::max<size_t>(1, kPieceBytes / elem);
+  if (NodeCollectives::reduces(dtype) && count * elem * size_ >= kNodeMinReduceScatterBytes)
+    return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
+      if (NodeCollectives *n = node(count * elem * size_, kNodeMinReduceScatterBytes)) {
+        n->reduceScatter(send, recv, count, dtype);
+        return MPI_SUCCESS;
+      }
+      return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, mpiOp(ReduceOp::Sum, dtype),
+                                      asComm(comm_));
+    });
   if (size_ > kPiecewiseReduceScatterMembers || count <= 2 * piece)
     return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
       return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, mpiOp(ReduceOp::Sum, dtype),

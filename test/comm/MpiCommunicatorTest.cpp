@@ -149,6 +149,70 @@ TEST(MpiCommunicator, LargeReductionsInPiecesEqualTheirFormula) {
         << "reduce-scatter element " << i;
 }
 
+// The members share this node, so collectives of 1 MB and more go through
+// the group's shared segment (runtime/comm/NodeCollectives.h) in pieces of
+// 512 KB staged per member, each reduced in parts cut between the members.
+// Every element of collectives a few pieces long (the last piece short, the
+// parts uneven over 3 members) equals its formula, for each element type the
+// segment reduces (integers, exact in every type: halves hold them up to 256)
+// and for a type it only moves; on the world and on a 2-member group.
+namespace {
+std::vector<uint8_t> bytesOf(DType t, const std::vector<double> &v) {
+  Tensor x = Tensor::fromDoubles(t, {static_cast<int64_t>(v.size())}, v);
+  return std::vector<uint8_t>(x.data(), x.data() + x.byteSize());
+}
+std::vector<double> valuesOf(DType t, const std::vector<uint8_t> &b) {
+  return Tensor(t, {static_cast<int64_t>(b.size() / dtypeSize(t))}, std::make_shared<const std::vector<uint8_t>>(b))
+      .toDoubles();
+}
+} // namespace
+
+TEST(MpiCommunicator, NodeCollectivesEqualTheirFormula) {
+  auto pair = world->splitGroup(world->rank() < 2 ? 0 : 1, world->rank(), "pair");
+  ASSERT_TRUE(static_cast<bool>(pair));
+  for (rt::Communicator *comm : {world, pair->get()}) {
+    int n = comm->size(), r = comm->rank();
+    if (n < 2)
+      continue;
+    size_t count = (size_t(5) << 17) + 7; // elements per block: 2.5 MB of float32, plus 7
+    for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+      std::vector<double> v(count);
+      for (size_t i = 0; i < count; ++i)
+        v[i] = static_cast<double>(i % 50) * (r + 1);
+      std::vector<uint8_t> x = bytesOf(t, v), y = x;
+      ASSERT_FALSE(static_cast<bool>(comm->allReduce(x.data(), count, t))) << dtypeName(t).str();
+      std::vector<double> got = valuesOf(t, x);
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(got[i], static_cast<double>(i % 50) * (n * (n + 1) / 2)) << dtypeName(t).str() << " sum " << i;
+      ASSERT_FALSE(static_cast<bool>(comm->allReduce(y.data(), count, t, rt::Communicator::ReduceOp::Max)));
+      got = valuesOf(t, y);
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(got[i], static_cast<double>(i % 50) * n) << dtypeName(t).str() << " max " << i;
+      std::vector<double> blocks(count * static_cast<size_t>(n));
+      for (size_t i = 0; i < blocks.size(); ++i)
+        blocks[i] = static_cast<double>(i % 31 + static_cast<size_t>(r));
+      std::vector<uint8_t> b = bytesOf(t, blocks), mine(count * dtypeSize(t));
+      ASSERT_FALSE(static_cast<bool>(comm->reduceScatter(b.data(), mine.data(), count, t)));
+      got = valuesOf(t, mine);
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(got[i], static_cast<double>(n * ((static_cast<size_t>(r) * count + i) % 31) + n * (n - 1) / 2))
+            << dtypeName(t).str() << " reduce-scatter " << i;
+    }
+    for (DType t : {DType::F32, DType::U8}) { // an all-gather moves any type's bytes
+      std::vector<double> v(count);
+      for (size_t i = 0; i < count; ++i)
+        v[i] = static_cast<double>((i + static_cast<size_t>(r) * 3) % 101);
+      std::vector<uint8_t> x = bytesOf(t, v), all(count * static_cast<size_t>(n) * dtypeSize(t));
+      ASSERT_FALSE(static_cast<bool>(comm->allGather(x.data(), all.data(), count, t))) << dtypeName(t).str();
+      std::vector<double> got = valuesOf(t, all);
+      for (int k = 0; k < n; ++k)
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(got[static_cast<size_t>(k) * count + i], static_cast<double>((i + static_cast<size_t>(k) * 3) % 101))
+              << dtypeName(t).str() << " all-gather block " << k << " element " << i;
+    }
+  }
+}
+
 // A rank waiting for the others to enter a collective still moves its own
 // started sends: here rank 1 enters only once rank 0's 4 MB send (rendezvous,
 // moved by the sender's MPI calls) has arrived. Before, rank 0 slept without
