@@ -6,6 +6,7 @@
 // all-reduce 2(n-1)/n of the buffer, all-gather and reduce-scatter (n-1)/n of
 // the full buffer).
 //===----------------------------------------------------------------------===//
+#include "runtime/core/DeviceRegistry.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "passes/AddOptimizer.h"
 #include "runtime/core/Device.h"
@@ -47,6 +48,10 @@ static cl::opt<int> onlyRank("rank",
                              cl::init(-1), cl::sub(inspectCmd));
 static cl::opt<bool> printIr("ir", cl::desc("Also print the sharded IR (with --rank k: rank k's program)"),
                              cl::sub(inspectCmd));
+static cl::opt<std::string> inspectDevice("device",
+                                          cl::desc("The device the prediction is for: its kernels' workspace "
+                                                   "(default cpu)"),
+                                          cl::value_desc("NAME"), cl::init(rt::kDefaultDevice), cl::sub(inspectCmd));
 static cl::opt<bool> allInitializers("all-initializers",
                                      cl::desc("List every trainable initializer (by default: the frozen ones, and "
                                               "the trainable ones when there are at most 32)"),
@@ -112,16 +117,22 @@ static std::string path(llvm::StringRef rel) { return inDir(dir, rel); }
 /// Loads a program to read its sizes without allocating anything: inspect
 /// reports from types, so a plan whose tensors would not fit this machine
 /// still prints its table. The addresses it hands out are never read or
-/// written (nothing runs, and copies are dropped).
+/// written (nothing runs, and copies are dropped). It stands for a device of
+/// kind `kind` (the kernels loaded are that device's), which need not be
+/// present on this machine.
 class SizingDevice final : public rt::Device {
 public:
-  rt::DeviceType kind() const override { return rt::kCpuDevice; }
+  explicit SizingDevice(rt::DeviceType kind) : kind_(kind) {}
+  rt::DeviceType kind() const override { return kind_; }
   std::string name() const override { return "sizing"; }
   void *allocate(size_t) override { return reinterpret_cast<void *>(alignment()); }
   void deallocate(void *) override {}
   void copyFromHost(void *, const void *, size_t) override {}
   void copyToHost(void *, const void *, size_t) override {}
   void copyOnDevice(void *, const void *, size_t) override {}
+
+private:
+  rt::DeviceType kind_;
 };
 
 /// "  the same for ranks 8, 16, ..., 56 (rank 0's programs)": a run of
@@ -231,6 +242,9 @@ int inspectMain() {
     return reportError(tool, std::move(err));
   if (auto err = rt::checkMicroBatches(microBatches, plan->stages(), plan->virtualStages))
     return reportError(tool, std::move(err));
+  auto device = rt::DeviceRegistry::get().find(inspectDevice);
+  if (!device)
+    return reportError(tool, device.takeError());
   if (onlyRank.getNumOccurrences() && (onlyRank < 0 || onlyRank >= plan->worldSize()))
     return reportError(tool, fail("--rank " + llvm::Twine(onlyRank.getValue()) + ": the plan has ranks 0.." +
                                   llvm::Twine(plan->worldSize() - 1) + " (" + plan->mesh.str() + ")"));
@@ -319,9 +333,9 @@ int inspectMain() {
     auto g = importOnnx(path(rel), compiledProgramImport(plan->weightFilePaths()));
     if (!g)
       return g.takeError();
-    SizingDevice device;
+    SizingDevice sizing((*device)->kind);
     rt::markUpdatedWeights(**g, *plan);
-    auto program = rt::Program::load(**g, device, nullptr, /*readWeights=*/false);
+    auto program = rt::Program::load(**g, sizing, nullptr, /*readWeights=*/false);
     if (!program)
       return program.takeError();
     Sizes z;

@@ -11,6 +11,7 @@
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/HeapSettings.h"
+#include "runtime/core/DeviceRegistry.h"
 #include "runtime/io/Npy.h"
 #include "runtime/comm/PendingSends.h"
 #include "runtime/train/HostTensor.h"
@@ -63,6 +64,7 @@ struct LaunchOptions {
   double collectiveTimeout = rt::kDefaultCollectiveTimeout;
   std::string rankStatusDir, stagingDir;
   std::string hostfile;
+  std::string device = rt::kDefaultDevice;
   bool checkHost = false; // a worker that checks its host's files instead of running a rank
   rt::TrainOptions train;
 };
@@ -86,6 +88,8 @@ static Flag<int> threads("threads", cl::desc("Threads per rank (default: cores /
                          cl::location(opts.threads), BOTH);
 static Flag<int> repeat("repeat", cl::desc("Run this many times; rank 0 prints the median time"),
                         cl::location(opts.repeat), BOTH);
+static Flag<std::string> device("device", cl::desc("The device every rank runs its programs on (default cpu)"),
+                                cl::value_desc("NAME"), cl::location(opts.device), BOTH);
 static Flag<int> steps("steps", cl::desc("Training steps (a --train plan)"), cl::location(opts.train.steps), BOTH);
 static Flag<std::string> data("data", cl::desc("Token ids: .npy, or a flat uint16 .bin (nanoGPT)"),
                               cl::location(opts.train.data), BOTH);
@@ -467,6 +471,8 @@ int launchMain(int argc, char **argv) {
   const int worldSize = opts.worldSize;
   if (worldSize < 1)
     return reportError(tool, fail("-n must be >= 1"));
+  if (auto known = rt::DeviceRegistry::get().find(opts.device); !known) // before anything starts
+    return reportError(tool, known.takeError());
   auto plan = checkArtifacts(opts.planDir, worldSize);
   if (!plan)
     return reportError(tool, plan.takeError());
@@ -778,9 +784,12 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
 /// and programs), then a training run or one inference (repeated).
 static llvm::Error runSession(int rank, const Plan &plan, const std::string &writeDir) {
   auto world = rt::MpiCommunicator::world(opts.collectiveTimeout);
-  auto session = rt::Session::create(plan, opts.planDir, rank, [&](int color, int key, llvm::StringRef axis) {
-    return llvm::Expected<std::unique_ptr<rt::Communicator>>(world->split(color, key, axis));
-  });
+  auto session = rt::Session::create(
+      plan, opts.planDir, rank,
+      [&](int color, int key, llvm::StringRef axis) {
+        return llvm::Expected<std::unique_ptr<rt::Communicator>>(world->split(color, key, axis));
+      },
+      opts.device);
   if (!session)
     return session.takeError();
   if (opts.train.steps > 0)

@@ -1,4 +1,5 @@
 //===- RunCommand.cpp - partita run: one model on one CPU rank ------------===//
+#include "runtime/core/DeviceRegistry.h"
 #include "compiler/pass/PassManager.h"
 #include "tools/Commands.h"
 #include "runtime/io/Npy.h"
@@ -14,7 +15,7 @@ namespace cl = llvm::cl;
 namespace partita {
 
 /// `partita run`'s flags, parsed straight into one struct (the defaults are
-/// its own); `run` is what runOnCpu is asked.
+/// its own); `run` is what runOnDevice is asked.
 struct RunCommandOptions {
   std::string model, outDir;
   std::vector<std::string> inputs; // NAME=FILE.npy
@@ -37,6 +38,8 @@ static Flag<int> repeat("repeat", cl::desc("Run this many times and report the m
                         cl::location(opts.run.repeat), cl::sub(runCmd));
 static Flag<bool> profile("profile", cl::desc("Print time per op type"), cl::location(opts.run.profile),
                           cl::sub(runCmd));
+static Flag<std::string> device("device", cl::desc("The device to run on (default cpu)"), cl::value_desc("NAME"),
+                                cl::location(opts.run.device), cl::sub(runCmd));
 static Flag<bool> stats("stats", cl::desc("Print memory plan and timing"), cl::location(opts.stats), cl::sub(runCmd));
 
 bool runSelected() { return static_cast<bool>(runCmd); }
@@ -46,6 +49,8 @@ int runMain() {
   if (opts.threads < 0 || opts.run.repeat < 1)
     return reportError(tool, llvm::createStringError(llvm::inconvertibleErrorCode(),
                                                      "--threads must be >= 0 and --repeat >= 1"));
+  if (auto known = rt::DeviceRegistry::get().find(opts.run.device); !known) // before any output is staged
+    return reportError(tool, known.takeError());
   if (opts.threads > 0)
     omp_set_num_threads(opts.threads);
   auto tensors = readInputFiles(opts.inputs);
@@ -80,7 +85,7 @@ int runMain() {
     return reportError(tool, filled.takeError());
   for (const std::string &line : *filled)
     llvm::outs() << tool << ": " << line << "\n";
-  auto result = runOnCpu(**g, *tensors, opts.run);
+  auto result = runOnDevice(**g, *tensors, opts.run);
   if (!result)
     return reportError(tool, result.takeError());
   if (auto err = rt::writeNpyFiles(staged->path(), result->names, result->outputs))

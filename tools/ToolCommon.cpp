@@ -1,4 +1,5 @@
 //===- ToolCommon.cpp -----------------------------------------------------===//
+#include "runtime/core/DeviceRegistry.h"
 #include "tools/ToolCommon.h"
 #include "compiler/ir/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -61,12 +62,14 @@ std::vector<std::string> inputFilePaths(llvm::ArrayRef<std::string> specs) {
   return files;
 }
 
-llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts) {
-  rt::CpuDevice device;
-  auto program = rt::Program::load(g, device);
+llvm::Expected<RunResult> runOnDevice(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts) {
+  auto device = rt::DeviceRegistry::get().create(opts.device);
+  if (!device)
+    return device.takeError();
+  auto program = rt::Program::load(g, **device);
   if (!program)
     return program.takeError();
-  return runLoaded(**program, device, inputs, opts);
+  return runLoaded(**program, **device, inputs, opts);
 }
 
 llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, const llvm::StringMap<Tensor> &inputs,

@@ -33,6 +33,7 @@ std::vector<std::string> inputFilePaths(llvm::ArrayRef<std::string> specs);
 struct RunOptions {
   int repeat = 1;
   bool profile = false;
+  std::string device = "cpu"; // by name (runtime/core/DeviceRegistry.h)
 };
 struct RunResult {
   std::vector<std::string> names;
@@ -41,7 +42,7 @@ struct RunResult {
   std::string statsLine;      // memory plan and timing summary
   std::string profileTable;
 };
-llvm::Expected<RunResult> runOnCpu(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts);
+llvm::Expected<RunResult> runOnDevice(const Graph &g, const llvm::StringMap<Tensor> &inputs, const RunOptions &opts);
 /// The same with a loaded program (a session's) on its device.
 llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, const llvm::StringMap<Tensor> &inputs,
                                     const RunOptions &opts);

@@ -1,6 +1,7 @@
 //===- Session.cpp --------------------------------------------------------===//
 #include "compiler/plan/Names.h"
 #include "runtime/session/Session.h"
+#include "runtime/core/DeviceRegistry.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
@@ -11,8 +12,14 @@ namespace partita::rt {
 Session::~Session() = default;
 
 llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm::StringRef planDir, int rank,
-                                                         GroupSplitter split) {
+                                                         GroupSplitter split, llvm::StringRef device) {
   std::unique_ptr<Session> s(new Session(plan, rank));
+  // The device first: a name this build lacks fails on every rank alike,
+  // before any collective.
+  auto made = DeviceRegistry::get().create(device);
+  if (!made)
+    return made.takeError();
+  s->device_ = std::move(*made);
   for (const auto &[axis, members] : plan.groups) {
     int color = 0;
     for (size_t i = 0; i < members.size(); ++i)
@@ -53,7 +60,7 @@ llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llv
   if (!graph)
     return graph.takeError();
   markUpdatedWeights(**graph, *plan_);
-  auto program = Program::load(**graph, device_, &env_);
+  auto program = Program::load(**graph, *device_, &env_);
   if (!program)
     return program.takeError();
   if (name.split('.').first == optimizer_io::kBackward) // a model chunk's too (backward.1): its outputs are the gradients (the forward's: the loss and saved activations)

@@ -4,8 +4,9 @@
 // axis (the group of ranks that differ from it only along that axis, split
 // from the world), and its programs loaded by name ("forward"; "backward",
 // "grad_norm" and "step" in a training plan), each checked against the hash the plan records before it is
-// read. The session owns the device, the communicators and the programs; the
-// programs' collectives find their communicators in env().
+// read. The session owns the device (made by name from the DeviceRegistry),
+// the communicators and the programs; the programs' collectives find their
+// communicators in env().
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/plan/Plan.h"
@@ -30,9 +31,10 @@ void markUpdatedWeights(Graph &program, const Plan &plan);
 class Session {
 public:
   /// Every rank of the job calls it (the splits are collective). `plan`
-  /// must outlive the session; `planDir` is the folder of plan.json.
+  /// must outlive the session; `planDir` is the folder of plan.json;
+  /// `device` names the device the programs run on (DeviceRegistry.h).
   static llvm::Expected<std::unique_ptr<Session>> create(const Plan &plan, llvm::StringRef planDir, int rank,
-                                                         GroupSplitter split);
+                                                         GroupSplitter split, llvm::StringRef device = "cpu");
   ~Session();
 
   int rank() const { return rank_; }
@@ -44,7 +46,7 @@ public:
   /// The communicator of this rank's group along `axis` (nullptr: none).
   Communicator *group(llvm::StringRef axis) const { return env_.group(axis); }
   const RuntimeEnv &env() const { return env_; }
-  Device &device() { return device_; }
+  Device &device() { return *device_; }
   /// The program `name` of this rank (nullptr: the plan gives it none).
   Program *program(llvm::StringRef name) const;
 
@@ -54,7 +56,7 @@ private:
 
   const Plan *plan_;
   int rank_;
-  CpuDevice device_;
+  std::unique_ptr<Device> device_;
   std::vector<std::unique_ptr<Communicator>> groups_;
   RuntimeEnv env_;
   struct Loaded {

@@ -4,6 +4,7 @@
 // through the device), and the trivial streams and events of the CPU.
 #include "MockDevice.h"
 #include "compiler/ir/Parser.h"
+#include "runtime/core/DeviceRegistry.h"
 #include "runtime/executor/Program.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include <gtest/gtest.h>
@@ -113,4 +114,22 @@ TEST(DeviceSeam, CpuStreamsAndEventsCompleteWhenTheCallReturns) {
   comm->synchronize();
   device.synchronize();
   EXPECT_TRUE(device.defaultStream().query());
+}
+
+// Devices come from the registry by name, as the tools take them (--device):
+// cpu is always there; another backend adds its own entry (CUDA will), and a
+// name nobody registered is an error that lists the ones that were.
+TEST(DeviceSeam, DevicesAreMadeByName) {
+  auto cpu = rt::DeviceRegistry::get().create("cpu");
+  ASSERT_TRUE(static_cast<bool>(cpu)) << llvm::toString(cpu.takeError());
+  EXPECT_EQ((*cpu)->kind(), rt::kCpuDevice);
+  rt::DeviceRegistry registry = rt::DeviceRegistry::get(); // a copy: the process's stays as it is
+  registry.add({"mock", "a test device", test::kMockDevice,
+                []() -> llvm::Expected<std::unique_ptr<rt::Device>> { return std::make_unique<test::MockDevice>(); }});
+  auto mock = registry.create("mock");
+  ASSERT_TRUE(static_cast<bool>(mock)) << llvm::toString(mock.takeError());
+  EXPECT_EQ((*mock)->kind(), test::kMockDevice);
+  auto missing = registry.create("cuda");
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_EQ(llvm::toString(missing.takeError()), "--device cuda: no such device in this build (it has: cpu, mock)");
 }
