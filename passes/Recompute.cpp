@@ -88,11 +88,13 @@ private:
           if (def->is("MatMul")) { // the scores: recomputed from Q and K
             core.insert(def);
             // ... as the projections' outputs, which the backward reads anyway, through the
-            // head transposes and reshapes (cheap to redo; saving their results would cost
-            // what the softmax saves at seq = 2 x head size).
+            // single-result data movement that lays out the heads (transposes, reshapes, a
+            // grouped head's repeat: cheap to redo; saving their results would cost what the
+            // softmax saves at seq = 2 x head size). A fused projection's Split stays saved:
+            // redoing it would keep the whole fused output instead of q and k.
             for (const Value *operand : def->inputs())
               for (const Node *m = operand ? operand->definingNode() : nullptr;
-                   m && inForward(*m) && hasTrait(*m, OpTrait::MovesElements) && !core.count(m);
+                   m && inForward(*m) && hasTrait(*m, OpTrait::MovesElements) && m->numOutputs() == 1 && !core.count(m);
                    m = m->input(0) ? m->input(0)->definingNode() : nullptr)
                 core.insert(m);
           } else if (hasTrait(*def, OpTrait::Elementwise)) { // a step between the scores and the softmax

@@ -235,23 +235,20 @@ llvm::Error MpiCommunicator::reduceScatter(const void *send, void *recv, size_t 
     return t.takeError();
   recordTraffic(Moved::ReduceScatter, static_cast<double>(count * dtypeSize(dtype)) * size_);
   size_t elem = dtypeSize(dtype), piece = std::max<size_t>(1, kPieceBytes / elem);
-  if (NodeCollectives::reduces(dtype) && count * elem * size_ >= kNodeMinReduceScatterBytes)
-    return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
-      if (NodeCollectives *n = node(count * elem * size_, kNodeMinReduceScatterBytes)) {
-        n->reduceScatter(send, recv, count, dtype);
-        return MPI_SUCCESS;
-      }
+  // Without the group's segment: member r's block is the sum of every
+  // member's block r, one MPI_Reduce to r per piece of the blocks, in groups
+  // small enough; else one MPI_Reduce_scatter_block.
+  bool piecewise = size_ <= kPiecewiseReduceScatterMembers && count > 2 * piece;
+  return collective(static_cast<int>(CommOp::ReduceScatter), piecewise ? "MPI_Reduce" : "MPI_Reduce_scatter_block",
+                    [&] {
+    if (NodeCollectives *n = NodeCollectives::reduces(dtype) ? node(count * elem * size_, kNodeMinReduceScatterBytes)
+                                                              : nullptr) {
+      n->reduceScatter(send, recv, count, dtype);
+      return MPI_SUCCESS;
+    }
+    if (!piecewise)
       return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, mpiOp(ReduceOp::Sum, dtype),
                                       asComm(comm_));
-    });
-  if (size_ > kPiecewiseReduceScatterMembers || count <= 2 * piece)
-    return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce_scatter_block", [&] {
-      return MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), *t, mpiOp(ReduceOp::Sum, dtype),
-                                      asComm(comm_));
-    });
-  // Member r's block is the sum of every member's block r: one MPI_Reduce to
-  // r per piece of the blocks.
-  return collective(static_cast<int>(CommOp::ReduceScatter), "MPI_Reduce", [&] {
     const char *in = static_cast<const char *>(send);
     for (size_t off = 0; off < count; off += piece)
       for (int root = 0; root < size_; ++root) {

@@ -12,9 +12,10 @@
 // (DeepSpeed's CPU all-reduce does the same through /dev/shm.)
 //
 // The segment is a POSIX shared memory object, made by member 0 on the
-// group's first large collective, opened by the others and unlinked at once:
-// nothing is left in /dev/shm, whatever happens to the ranks. Without it (the
-// group spans nodes, or /dev/shm has no room) the MPI path runs.
+// group's first large collective, opened by the others and unlinked as soon
+// as every member has it mapped (a few milliseconds: only a rank that dies
+// within them leaves a /dev/shm/partita-collectives-* behind). Without it
+// (the group spans nodes, or /dev/shm has no room) the MPI path runs.
 //
 // Results are the same on every member (each part is reduced by one member,
 // in member order) and the same whichever member count divides the buffer.
