@@ -25,6 +25,7 @@
 #include "tools/CrossMemoryAttach.h"
 #include "tools/DsConfig.h"
 #include "tools/Hostfile.h"
+#include "runtime/checkpoint/Checkpoint.h"
 #include "tools/OutputDir.h"
 #include "tools/ReplicaInference.h"
 #include "tools/MicroBatches.h"
@@ -134,6 +135,22 @@ static Flag<int> hysteresis("hysteresis",
                             cl::location(opts.train.lossScale.hysteresis), BOTH);
 static Flag<double> minLossScale("min-loss-scale", cl::desc("fp16: the dynamic scale's floor (default 1)"),
                                  cl::location(opts.train.lossScale.minScale), BOTH);
+// Checkpoints (runtime/checkpoint/Checkpoint.h).
+static Flag<std::string> saveDir("save",
+                                 cl::desc("Save the training state into DIR/step-N/ after the last step and every "
+                                          "--save-interval steps (DIR new, empty or an earlier --save's; it keeps "
+                                          "the checkpoints when the run fails)"),
+                                 cl::value_desc("DIR"), cl::location(opts.train.save), BOTH);
+static Flag<int> saveInterval("save-interval", cl::desc("With --save: a checkpoint every this many steps"),
+                              cl::location(opts.train.saveInterval), BOTH);
+static Flag<int> keep("keep",
+                      cl::desc("With --save: keep the newest this many checkpoints of this run (default: all); "
+                               "older ones this run wrote are removed"),
+                      cl::location(opts.train.keep), BOTH);
+static Flag<std::string> resumeFrom("resume",
+                                    cl::desc("Go on from a checkpoint (DIR/step-N), or the latest in DIR, under this "
+                                             "plan's layout whatever the checkpoint's; --steps stays the run's total"),
+                                    cl::value_desc("PATH"), cl::location(opts.train.resume), BOTH);
 static Flag<bool> skipNonfinite("skip-nonfinite",
                                 cl::desc("Skip the update of a step whose loss or gradient norm is not finite "
                                          "(default: stop)"),
@@ -240,6 +257,34 @@ static llvm::Error checkTokenInputs(const Plan &plan, const llvm::StringMap<Tens
 
 /// The flags of a launch, checked before any rank starts; each error names
 /// its flag.
+/// --save, --save-interval, --keep and --resume: the folder takes the
+/// checkpoints this run will save, the resumed one leaves steps to train.
+static llvm::Error checkCheckpointFlags() {
+  const rt::TrainOptions &t = opts.train;
+  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{&saveInterval, &keep})
+    if (flag->getNumOccurrences() && t.save.empty())
+      return fail("--" + flag->ArgStr + " needs --save DIR");
+  if (t.saveInterval < 0 || t.keep < 0)
+    return fail(llvm::Twine(t.keep < 0 ? "--keep " : "--save-interval ") +
+                llvm::Twine(t.keep < 0 ? t.keep : t.saveInterval) + ": must be >= 0");
+  int64_t first = 0;
+  if (!t.resume.empty()) {
+    auto folder = rt::resolveCheckpoint(t.resume);
+    if (!folder)
+      return folder.takeError();
+    auto step = rt::checkpointStep(*folder);
+    if (!step)
+      return step.takeError();
+    if (*step >= t.steps)
+      return fail("--resume " + *folder + " is at step " + llvm::Twine(*step) + ": --steps " + llvm::Twine(t.steps) +
+                  " (the run's total) leaves nothing to train");
+    first = *step;
+  }
+  if (!t.save.empty())
+    return rt::checkCheckpointDir(t.save, rt::checkpointSteps(first, t.steps, t.saveInterval));
+  return llvm::Error::success();
+}
+
 static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
   const rt::TrainOptions &t = opts.train;
   if (opts.threads < 0)
@@ -252,7 +297,7 @@ static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
     // Refused, not silently ignored: an inference launch reads none of these.
     for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
              &trace, &pipelineSchedule, &memory, &profile, &profileByNode, &noOverlap, &lr, &seed, &schedule,
-             &warmup, &minLrRatio, &clipNorm, &skipNonfinite})
+             &warmup, &minLrRatio, &clipNorm, &skipNonfinite, &saveDir, &saveInterval, &keep, &resumeFrom})
       if (flag->getNumOccurrences())
         return fail("--" + flag->ArgStr + " applies to training (a plan compiled with --train)");
     return llvm::Error::success();
@@ -322,12 +367,15 @@ static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
     return fail("--min-lr-ratio " + formatNumber(lrs.minLrRatio) + ": must be in [0, 1]");
   if (lrs.shape != "constant" && lrs.shape != "linear" && lrs.shape != "cosine")
     return fail("--lr-schedule '" + lrs.shape + "': expected constant, linear or cosine");
-  return llvm::Error::success();
+  return checkCheckpointFlags();
 }
 
 /// What the launch reads: an output folder must not be or hold any of it.
 static std::vector<std::string> launchInputs() {
   std::vector<std::string> in{opts.planDir, opts.train.data};
+  for (const std::string &dir : {opts.train.save, opts.train.resume}) // never inside the output folder
+    if (!dir.empty())
+      in.push_back(dir);
   for (std::string &file : inputFilePaths(opts.inputs))
     in.push_back(std::move(file));
   return in;
@@ -793,7 +841,7 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
   if (!session)
     return session.takeError();
   if (opts.train.steps > 0)
-    return rt::train(**session, opts.train, writeDir);
+    return rt::train(**session, *world, opts.train, writeDir);
   auto tensors = readInputFiles(opts.inputs);
   if (!tensors)
     return tensors.takeError();

@@ -41,6 +41,9 @@ llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std:
   return s;
 }
 
+TensorView AdamWState::moment1(size_t i) const { return viewOf(moments1_[i]); }
+TensorView AdamWState::moment2(size_t i) const { return viewOf(moments2_[i]); }
+
 llvm::Error AdamWState::apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<TensorView> grads) {
   float bc1 = static_cast<float>(1.0 - std::pow(options_.beta1, t)),
         bc2 = static_cast<float>(1.0 - std::pow(options_.beta2, t));

@@ -29,6 +29,9 @@ public:
   /// as the step reads: like the parameter, or under ZeRO this rank's part
   /// of it), multiplied by `gradScale`.
   llvm::Error apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<TensorView> grads);
+  /// Parameter i's first (m) and second (v) moments, as the step reads them.
+  TensorView moment1(size_t i) const;
+  TensorView moment2(size_t i) const;
 
 private:
   AdamWState(Program &step, llvm::ArrayRef<std::string> names, llvm::ArrayRef<const TensorView *> params,

@@ -22,7 +22,8 @@ llvm::Expected<BatchSampler> BatchSampler::create(const TokenFile &tokens, const
 
 uint64_t BatchSampler::sampleIndex(int64_t step, int64_t micro, int64_t b) const {
   const BatchLayout &l = layout_;
-  return static_cast<uint64_t>(((step - 1) * l.dpSize + l.dpIndex) * l.microBatches * l.batch + micro * l.batch + b);
+  return static_cast<uint64_t>(l.firstSample + ((step - l.firstStep - 1) * l.dpSize + l.dpIndex) * l.microBatches * l.batch +
+                               micro * l.batch + b);
 }
 
 int64_t BatchSampler::offset(uint64_t index) const {

@@ -1,7 +1,9 @@
 //===- BatchSampler.h - which sequences a data-parallel replica trains on --===//
 //
 // The global batch of step s (1-based) is dpSize x M x B consecutive samples
-// of one stream; replica d takes block d, micro-batch by micro-batch. Sample k
+// of one stream; replica d takes block d, micro-batch by micro-batch. A run
+// resumed from a checkpoint goes on from the samples the saved run drew
+// (BatchLayout::firstStep, firstSample), whatever its own batch layout. Sample k
 // is the sequence starting at splitmix64(seed * 1000003 + k) mod (n - T - 1),
 // so the global batch depends only on its size, never on how it is split
 // into replicas and micro-batches (test/train/check_training.py mirrors the
@@ -17,6 +19,10 @@ struct BatchLayout {
   int64_t batch = 1, seq = 1;       // B sequences of T tokens per micro-batch
   int64_t microBatches = 1;         // M per step
   int64_t dpSize = 1, dpIndex = 0;  // data-parallel replicas, and this one
+  /// A resumed run: step firstStep + 1 draws from sample firstSample on.
+  int64_t firstStep = 0, firstSample = 0;
+  /// Sequences per step over all replicas.
+  int64_t globalBatch() const { return dpSize * microBatches * batch; }
 };
 
 class BatchSampler {

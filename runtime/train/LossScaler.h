@@ -25,6 +25,14 @@ struct LossScaleOptions {
   double minScale = 1;
 };
 
+/// What a dynamic scaler has counted: a checkpoint saves it, a resume
+/// restores it (the options come from the resumed run's flags).
+struct LossScalerState {
+  double scale = 0;
+  int hysteresisLeft = 0;
+  int64_t iteration = 0, lastOverflow = -1;
+};
+
 class LossScaler {
 public:
   explicit LossScaler(const LossScaleOptions &o);
@@ -40,6 +48,15 @@ public:
   /// After a step: `overflow` when its gradients were not finite (the step
   /// was skipped). Returns the scale the next step uses.
   double update(bool overflow);
+  LossScalerState state() const { return {scale_, hysteresisLeft_, iteration_, lastOverflow_}; }
+  /// Goes on from `s`; a static scale stays the flag's.
+  void restore(const LossScalerState &s) {
+    if (dynamic())
+      scale_ = s.scale;
+    hysteresisLeft_ = s.hysteresisLeft;
+    iteration_ = s.iteration;
+    lastOverflow_ = s.lastOverflow;
+  }
 
 private:
   LossScaleOptions o_;

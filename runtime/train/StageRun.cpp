@@ -26,7 +26,7 @@ std::vector<std::pair<std::string, Program *>> StageRun::programs() const {
           {"gradient norm program" + s, p_.gradNorm}};
 }
 
-llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
+llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
   feeds_ = &feeds;
   Program &fwd = *p_.forward, &bwd = *p_.backward;
   if (plan_.stages() > 1) {
@@ -61,6 +61,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
     if (!plan_.paramStages.empty() && plan_.paramStages[i] != stage_)
       continue;
     paramNames_.push_back(plan_.params[i]);
+    paramIndex_.push_back(i);
     if (i < plan_.paramTypes.size())
       paramTypes_.push_back(plan_.paramTypes[i]);
     if (i < plan_.paramPartitioned.size())
@@ -103,6 +104,17 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    bool master = written_[i] != params_[i];
+    for (auto [kind, view] : {std::pair<StateKind, TensorView>{StateKind::Weight, *written_[i]},
+                              {StateKind::Moment1, adam_->moment1(i)},
+                              {StateKind::Moment2, adam_->moment2(i)}})
+      if (auto err = state.add(paramIndex_[i], kind, view))
+        return err;
+    if (master)
+      if (auto err = state.add(paramIndex_[i], StateKind::HalfWeight, *params_[i]))
+        return err;
+  }
   auto grads =
       GradientAccumulator::create(hasLoss_ ? &fwd : nullptr, bwd, std::move(gradOutputs), std::move(numel), microBatches_);
   if (!grads)
@@ -125,6 +137,11 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds) {
   fwd.setOverlapCollectives(!o_.noOverlap);
   bwd.setOverlapCollectives(!o_.noOverlap);
   return llvm::Error::success();
+}
+
+void StageRun::stateRestored() {
+  for (Program *p : {p_.forward, p_.backward, p_.step, p_.gradNorm})
+    p->weightsChanged();
 }
 
 std::unique_ptr<StageRun::OutputSet> StageRun::takeSet() {

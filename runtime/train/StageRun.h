@@ -23,6 +23,7 @@
 #include "runtime/train/StepProfile.h"
 #include "runtime/train/TraceLog.h"
 #include "runtime/train/TrainOptions.h"
+#include "runtime/train/TrainState.h"
 #include "llvm/ADT/StringMap.h"
 #include <map>
 #include <optional>
@@ -52,7 +53,11 @@ public:
         microBatches_(std::max(1, o.microBatches)), profile_(profile), trace_(trace) {}
   StageRun(StageRun &&) = default;
 
-  llvm::Error prepare(const ForwardFeeds &feeds);
+  /// Also registers the stage's parameters, masters and moments in `state`.
+  llvm::Error prepare(const ForwardFeeds &feeds, TrainState &state);
+  /// After a checkpoint restored the state in place: kernels drop what they
+  /// derived from the old weights.
+  void stateRestored();
   /// Micro-batch `micro` of step `step` (1-based); `sampler` draws its batch.
   llvm::Error forward(int step, int64_t micro, BatchSampler &sampler);
   llvm::Error backward(int step, int64_t micro);
@@ -97,6 +102,7 @@ private:
   std::optional<StageLinks> links_; // under a pipeline
   /// The parameters this stage updates, their shard types.
   std::vector<std::string> paramNames_;
+  std::vector<size_t> paramIndex_; // in plan.params
   std::vector<TensorType> paramTypes_;
   std::vector<bool> paramPartitioned_;
   std::vector<const TensorView *> params_;

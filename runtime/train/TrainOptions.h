@@ -24,6 +24,11 @@ struct TrainOptions {
   bool memory = false; // each rank prints its MemoryLedger after training
   std::string schedule = "1f1b"; // a pipeline plan's: gpipe, 1f1b or interleaved (checkPipelineSchedule)
   std::string trace;             // a Chrome trace of every rank's steps (TraceLog.h); empty: none
+  // Checkpoints (runtime/checkpoint/Checkpoint.h).
+  std::string save;     // --save: the folder of checkpoints; empty: none
+  int saveInterval = 0; // --save-interval: every this many steps (0: only after the last)
+  int keep = 0;         // --keep: the newest this many of the run's checkpoints stay (0: all)
+  std::string resume;   // --resume: a checkpoint, or a folder of them (its latest)
 };
 
 } // namespace partita::rt

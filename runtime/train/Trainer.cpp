@@ -26,6 +26,7 @@
 #include "runtime/train/MemoryReport.h"
 #include "runtime/train/StageRun.h"
 #include "runtime/train/TrafficReport.h"
+#include "runtime/checkpoint/Checkpoint.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <cmath>
@@ -61,8 +62,9 @@ using Clock = TraceLog::Clock;
 
 class TrainingRun final : public ActionRunner {
 public:
-  TrainingRun(Session &session, const TrainOptions &o, TokenFile tokens)
-      : session_(session), plan_(session.plan()), o_(o), tokens_(std::move(tokens)),
+  TrainingRun(Session &session, Communicator &world, const TrainOptions &o, TokenFile tokens)
+      : session_(session), plan_(session.plan()), o_(o), tokens_(std::move(tokens)), state_(plan_, session.rankPlan().coords),
+        saver_(o.save, o.keep, world, session.rank()),
         microBatches_(std::max(1, o.microBatches)), profile_(o.profile), trace_(!o.trace.empty()),
         dpSize_(session.axisSize(mesh_axis::kData)), stages_(session.axisSize(mesh_axis::kPipeline)), stage_(session.coordinate(mesh_axis::kPipeline)) {}
   llvm::Error prepare(llvm::StringRef outDir);
@@ -72,6 +74,10 @@ public:
 private:
   llvm::Error reduceGradients();
   llvm::Error optimizerStep();
+  llvm::Error resume();
+  CheckpointRun checkpointRun() const {
+    return {o_.data, tokens_.size(), o_.batch, o_.seq, microBatches_, dpSize_};
+  }
   StageRun *chunk(const Action &action) {
     return action.chunk >= 0 && action.chunk < static_cast<int64_t>(chunks_.size()) ? &chunks_[action.chunk] : nullptr;
   }
@@ -80,6 +86,9 @@ private:
   const Plan &plan_;
   const TrainOptions &o_;
   TokenFile tokens_;
+  /// Progress, loss scaler and every tensor a checkpoint keeps.
+  TrainState state_;
+  CheckpointWriter saver_;
   int64_t microBatches_;
   std::unique_ptr<Schedule> schedule_;
   StepProfile profile_;
@@ -94,9 +103,7 @@ private:
   int step_ = 0;
   float loss_ = 0;
   bool skipped_ = false;
-  int64_t skippedSteps_ = 0;
-  int64_t updates_ = 0; // the optimizer steps taken (skipped ones not counted)
-  std::optional<LossScaler> scaler_; // fp16 plans
+  std::optional<LossScaler> &scaler_ = state_.scaler; // fp16 plans
   /// The loss scale the next step's backwards read (input loss_scale).
   void setLossScale() {
     feeds_.constants[optimizer_io::kLossScale] = Tensor::fromDoubles(DType::F32, {}, {scaler_->scale()});
@@ -146,11 +153,6 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
     schedule_ = std::make_unique<PipelineSchedule>(kind, stages_, stage_, microBatches_);
   else
     schedule_ = std::make_unique<AccumulationSchedule>(microBatches_);
-  BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate(mesh_axis::kData)};
-  auto sampler = BatchSampler::create(tokens_, layout, o_.seed);
-  if (!sampler)
-    return sampler.takeError();
-  sampler_.emplace(*sampler);
   if (session_.rank() == 0) {
     auto log = LossLog::open(outDir, o_.steps, o_.progressBar);
     if (!log)
@@ -167,8 +169,38 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   if (auto err = first->shareArena(others))
     return err;
   for (StageRun &c : chunks_)
-    if (auto err = c.prepare(feeds_))
+    if (auto err = c.prepare(feeds_, state_))
       return err;
+  state_.progress.seed = o_.seed;
+  if (!o_.resume.empty())
+    if (auto err = resume())
+      return err;
+  // The sampler goes on from the sequences drawn so far.
+  BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate(mesh_axis::kData),
+                     state_.progress.step, state_.progress.samples};
+  auto sampler = BatchSampler::create(tokens_, layout, o_.seed);
+  if (!sampler)
+    return sampler.takeError();
+  sampler_.emplace(*sampler);
+  return llvm::Error::success();
+}
+
+llvm::Error TrainingRun::resume() {
+  auto folder = resolveCheckpoint(o_.resume);
+  if (!folder)
+    return folder.takeError();
+  if (auto err = loadCheckpoint(state_, *folder, checkpointRun()))
+    return err;
+  if (state_.progress.step >= o_.steps)
+    return fail(*folder + " is at step " + llvm::Twine(state_.progress.step) + ": --steps " + llvm::Twine(o_.steps) +
+                " (the run's total) leaves nothing to train");
+  for (StageRun &c : chunks_)
+    c.stateRestored();
+  if (scaler_)
+    setLossScale();
+  if (session_.rank() == 0)
+    llvm::outs() << "partita: resumed from " << *folder << " at step " << state_.progress.step << " ("
+                 << state_.progress.updates << " updates)\n";
   return llvm::Error::success();
 }
 
@@ -295,30 +327,40 @@ llvm::Error TrainingRun::optimizerStep() {
   profile_.phase("gradient norm");
   // A skipped step advances neither AdamW's step count (its bias correction)
   // nor the learning-rate schedule, as in torch and DeepSpeed.
-  int64_t update = updates_ + (skipped_ ? 0 : 1);
+  int64_t update = state_.progress.updates + (skipped_ ? 0 : 1);
   float lr = static_cast<float>(o_.lr * lrFactor(o_.lrSchedule, static_cast<int>(update - 1), o_.steps));
   for (StageRun &c : chunks_) // a skipped step still keeps shared weights' copies in step
     if (auto err = c.step(static_cast<int>(update), lr, static_cast<float>(coef), skipped_))
       return err;
-  updates_ = update;
+  state_.progress.updates = update;
   profile_.phase("optimizer step");
   return llvm::Error::success();
 }
 
 llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
   auto start = Clock::now();
-  for (step_ = 1; step_ <= o_.steps; ++step_) {
+  const int firstStep = static_cast<int>(state_.progress.step) + 1;
+  std::vector<int64_t> saves = o_.save.empty() ? std::vector<int64_t>{} : checkpointSteps(firstStep - 1, o_.steps, o_.saveInterval);
+  for (step_ = firstStep; step_ <= o_.steps; ++step_) {
     auto stepStart = Clock::now();
     profile_.beginStep(step_);
     skipped_ = false;
     if (auto err = runStep(*schedule_, *this))
       return err;
     trace_.slice("step", step_, "step", stepStart, Clock::now());
-    if (skipped_) {
-      ++skippedSteps_;
-      continue;
+    TrainProgress &progress = state_.progress;
+    progress.step = step_;
+    progress.samples += int64_t{o_.batch} * microBatches_ * dpSize_;
+    progress.skipped += skipped_;
+    if (std::find(saves.begin(), saves.end(), step_) != saves.end()) {
+      Clock::time_point t = Clock::now();
+      if (auto err = saver_.save(state_, checkpointRun()))
+        return err;
+      trace_.slice("checkpoint", step_, "checkpoint", t, Clock::now());
     }
-    if (step_ == 1) // the first step includes one-time set-up
+    if (skipped_)
+      continue;
+    if (step_ == firstStep) // the first step includes one-time set-up
       for (const StageRun &c : chunks_)
         for (const auto &[name, p] : c.programs())
           p->clearProfile();
@@ -331,8 +373,8 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
         return err;
     }
   }
-  if (log_ && (scaler_ || skippedSteps_ > 0)) // every fp16 run says how many of its steps did not update
-    llvm::outs() << "partita: " << skippedSteps_ << " of " << o_.steps << " steps skipped their update"
+  if (log_ && (scaler_ || state_.progress.skipped > 0)) // every fp16 run says how many of its steps did not update
+    llvm::outs() << "partita: " << state_.progress.skipped << " of " << o_.steps << " steps skipped their update"
                  << (scaler_ ? " (fp16 gradient overflow" + std::string(o_.skipNonfinite ? " or --skip-nonfinite)" : ")")
                              : std::string(" (--skip-nonfinite)"))
                  << "\n";
@@ -380,11 +422,21 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
 
 } // namespace
 
-llvm::Error train(Session &session, const TrainOptions &o, llvm::StringRef outDir) {
+std::vector<int64_t> checkpointSteps(int64_t first, int64_t last, int64_t interval) {
+  std::vector<int64_t> steps;
+  for (int64_t s = first + 1; interval > 0 && s < last; ++s)
+    if (s % interval == 0)
+      steps.push_back(s);
+  if (last > first)
+    steps.push_back(last);
+  return steps;
+}
+
+llvm::Error train(Session &session, Communicator &world, const TrainOptions &o, llvm::StringRef outDir) {
   auto tokens = TokenFile::open(o.data, o.dataDtype);
   if (!tokens)
     return tokens.takeError();
-  TrainingRun run(session, o, std::move(*tokens));
+  TrainingRun run(session, world, o, std::move(*tokens));
   if (auto err = run.prepare(outDir))
     return err;
   return run.trainAll(outDir);

@@ -1,0 +1,30 @@
+//===- StatePlacement.h - which piece of a parameter a rank's state holds --===//
+//
+// From the plan alone: parameter i's shard on a rank is the block its
+// coordinate selects on every mesh axis that splits the parameter
+// (plan.paramLayouts, "S(d)" or "S(d,outer=k)"), of the whole shape the
+// shards make together; a buffer with fewer elements than the shard is the
+// rank's ZeRO part of the shard's flat buffer (ceil(n / dp) elements at
+// dp coordinate x dp part, the padding left out). Of the ranks holding the
+// same piece (replicas along axes that do not split it) the one at
+// coordinate 0 of those axes writes it to a checkpoint.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/plan/Plan.h"
+#include "runtime/checkpoint/StateBox.h"
+#include <map>
+
+namespace partita::rt {
+
+struct StatePlacement {
+  Shape whole;    // the whole parameter's shape
+  StateBox box;   // what the rank holds of it
+  bool writer;    // this rank saves the piece
+};
+
+/// Where `heldNumel` elements of parameter plan.params[param] on the rank at
+/// `coords` (mesh axis -> coordinate) lie in the whole parameter.
+llvm::Expected<StatePlacement> placeState(const Plan &plan, size_t param, const std::map<std::string, int64_t> &coords,
+                                          int64_t heldNumel);
+
+} // namespace partita::rt

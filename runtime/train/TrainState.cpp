@@ -1,0 +1,37 @@
+//===- TrainState.cpp -----------------------------------------------------===//
+#include "runtime/train/TrainState.h"
+#include "runtime/checkpoint/StatePlacement.h"
+
+namespace partita::rt {
+
+const char *stateKindName(StateKind kind) {
+  switch (kind) {
+  case StateKind::Weight:
+    return "weight";
+  case StateKind::Moment1:
+    return "adam_m";
+  case StateKind::Moment2:
+    return "adam_v";
+  case StateKind::HalfWeight:
+    return "half_weight";
+  }
+  return "?";
+}
+
+llvm::Error TrainState::add(size_t param, StateKind kind, const TensorView &view) {
+  auto placed = placeState(*plan_, param, coords_, view.numel());
+  if (!placed)
+    return placed.takeError();
+  std::string name = plan_->params[param];
+  bool copy = false; // a stage's copy of a weight an earlier stage holds: the same values, saved once
+  for (const Plan::Edge &e : plan_->pipelineWeights)
+    if (sharedWeightCopy(e.value, e.to) == name) {
+      name = e.value;
+      copy = true;
+    }
+  tensors_.push_back({std::move(name), kind, view, std::move(placed->whole), std::move(placed->box),
+                      placed->writer && !copy && kind != StateKind::HalfWeight});
+  return llvm::Error::success();
+}
+
+} // namespace partita::rt

@@ -1,0 +1,71 @@
+//===- TrainState.h - everything a training run must keep to go on --------===//
+//
+// The one place that knows what a rank's training state is: the run's
+// progress (steps run, optimizer updates taken, steps skipped, sequences
+// drawn, the sampler's seed), the fp16 loss scaler, and every tensor the
+// next step reads that an earlier step wrote: per parameter of each model
+// chunk its weight (the fp32 master copy under mixed precision), its two
+// AdamW moments and, under mixed precision, its half copy (the master's
+// rounding). The buffers stay where the programs compute on them (the
+// forward's weights, the step's masters, AdamWState's moments); each is
+// registered here with where it lies in its whole tensor (StatePlacement.h),
+// so a checkpoint can write the state out and read it back whole, under this
+// layout or any other (runtime/checkpoint/). The learning-rate schedule's
+// position is the number of updates; the sampler's, the sequences drawn.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/plan/Plan.h"
+#include "runtime/checkpoint/StateBox.h"
+#include "runtime/core/TensorView.h"
+#include "runtime/train/LossScaler.h"
+#include <map>
+#include <optional>
+
+namespace partita::rt {
+
+enum class StateKind {
+  Weight,     // the parameter in float32: the master copy, or the parameter itself
+  Moment1,    // AdamW's m
+  Moment2,    // AdamW's v
+  HalfWeight, // mixed precision's parameter: the Weight rounded (read back, never saved)
+};
+/// "weight", "adam_m", "adam_v", "half_weight": the names checkpoints use.
+const char *stateKindName(StateKind kind);
+
+struct StateTensor {
+  std::string name; // the parameter (a stage's copy of a shared weight: the weight it copies)
+  StateKind kind;
+  TensorView view;  // this rank's buffer
+  Shape whole;      // the whole tensor's shape
+  StateBox box;     // what `view` holds of it
+  bool writer;      // this rank saves it: the first of the ranks holding the same piece
+};
+
+struct TrainProgress {
+  int64_t step = 0;    // steps run, skipped ones included (the next is step + 1)
+  int64_t updates = 0; // optimizer updates taken: AdamW's t and the lr schedule's position
+  int64_t skipped = 0; // steps that skipped their update
+  int64_t samples = 0; // sequences drawn over all replicas: the sampler's position
+  int64_t seed = 0;    // the sampler's seed
+};
+
+class TrainState {
+public:
+  TrainState(const Plan &plan, std::map<std::string, int64_t> coords) : plan_(&plan), coords_(std::move(coords)) {}
+
+  TrainProgress progress;
+  std::optional<LossScaler> scaler; // fp16 plans
+
+  /// Registers this rank's `kind` of parameter plan.params[param], held in
+  /// `view` (its shard, or its ZeRO part).
+  llvm::Error add(size_t param, StateKind kind, const TensorView &view);
+  const std::vector<StateTensor> &tensors() const { return tensors_; }
+  const Plan &plan() const { return *plan_; }
+
+private:
+  const Plan *plan_;
+  std::map<std::string, int64_t> coords_;
+  std::vector<StateTensor> tensors_;
+};
+
+} // namespace partita::rt
