@@ -21,6 +21,10 @@ static std::vector<ParamTarget> paramTargets(const Graph &global, const Node &w)
                  ref ? ref->viewStart : Shape{}, w.output()->type().shape, {}});
   if (ref && ref->repeat) // kv head copies (replicate-kv-heads): one is written
     out.back().repeat = {ref->repeat->dim, ref->repeat->block, ref->repeat->times};
+  if (ref && !ref->storedShape.empty())
+    out.back().stored = ref->storedShape;
+  else if (!ref)
+    out.back().stored = w.output()->type().shape;
   for (const std::string &h : tiedHeadNames(w)) {
     const WeightRef *hr = global.weights.find(h);
     // A head that refers to stored bytes (a transpose or a box of them: the

@@ -166,6 +166,8 @@ llvm::Error writePlan(const Plan &p, llvm::StringRef path) {
           {"initializer", t.initializer}, {"perm", ints(t.perm)}, {"start", ints(t.start)}, {"shape", ints(t.shape)}};
       if (!t.repeat.empty())
         o["repeat"] = ints(t.repeat);
+      if (!t.stored.empty())
+        o["stored"] = ints(t.stored);
       one.push_back(std::move(o));
     }
     targets.push_back(std::move(one));
@@ -532,7 +534,8 @@ llvm::Expected<Plan> readPlan(llvm::StringRef path) {
             !readInts(*o, "start", pt.start) || !readInts(*o, "shape", pt.shape))
           return bad("bad param_targets entry");
         pt.initializer = o->getString("initializer")->str();
-        if (o->get("repeat") && !readInts(*o, "repeat", pt.repeat))
+        if ((o->get("repeat") && !readInts(*o, "repeat", pt.repeat)) ||
+            (o->get("stored") && !readInts(*o, "stored", pt.stored)))
           return bad("bad param_targets entry");
         std::vector<bool> seen(pt.perm.size());
         bool ok = pt.start.empty() || pt.start.size() == pt.shape.size();

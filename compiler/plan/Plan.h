@@ -36,6 +36,9 @@ struct ParamTarget {
   /// the initializer's box along `dim` `times` times (replicate-kv-heads'
   /// copies of a kv head): merge writes one copy, after checking they agree.
   std::vector<int64_t> repeat;
+  /// The initializer's shape as stored (empty: unknown, a plan of an older
+  /// Partita): checkpoints place the parameter's state in it.
+  Shape stored;
 };
 
 /// A file of the model's own weights that the rank programs refer to (a plan
