@@ -175,7 +175,6 @@ llvm::Error CheckpointWriter::writeIndex(const TrainState &state, const Checkpoi
     return err;
   for (int r = 0; r < ranks; ++r) // joined into the index
     llvm::sys::fs::remove(join(tmp, rankFile(r, "json")));
-  llvm::sys::fs::remove(join(tmp, kPartialMarker));
   return syncFolder(std::string(tmp));
 }
 
@@ -210,9 +209,11 @@ llvm::Error CheckpointWriter::save(const TrainState &state, const CheckpointRun 
   if (rank_ == 0) {
     err = writeIndex(state, run, tmp);
     if (!err) {
+      // The marker goes once the folder is in place: an unfinished save
+      // keeps it to the end, so the next one may remove it.
       if (auto ec = llvm::sys::fs::rename(tmp, final))
         err = fail("cannot rename " + tmp + " to " + final + ": " + ec.message());
-      else if (!(err = syncFolder(dir_))) {
+      else if (llvm::sys::fs::remove(join(final, kPartialMarker)), !(err = syncFolder(dir_))) {
         // `latest` moves only now, to a checkpoint that is whole on disk.
         std::string next = join(dir_, std::string(kLatestFile) + ".partial");
         llvm::sys::fs::remove(next);
