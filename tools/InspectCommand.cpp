@@ -22,6 +22,7 @@
 #include <map>
 #include <set>
 #include "llvm/Support/Format.h"
+#include "tools/InspectCheckpoint.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -33,8 +34,9 @@ namespace cl = llvm::cl;
 
 namespace partita {
 
-static cl::SubCommand inspectCmd("inspect", "Show a compiled plan: mesh, coverage, memory, communication (and IR)");
-static cl::opt<std::string> dir(cl::Positional, cl::desc("<out/>"), cl::sub(inspectCmd), cl::Required);
+static cl::SubCommand inspectCmd("inspect", "Show a compiled plan: mesh, coverage, memory, communication (and IR); "
+                                            "or a checkpoint (launch --save): progress, layout, tensors");
+static cl::opt<std::string> dir(cl::Positional, cl::desc("<out/ | checkpoint/>"), cl::sub(inspectCmd), cl::Required);
 static cl::opt<int> microBatches("micro-batches",
                                  cl::desc("The launch's --micro-batches, for the memory prediction (summed gradients)"),
                                  cl::init(1), cl::sub(inspectCmd));
@@ -235,6 +237,8 @@ static void printCoverage(llvm::raw_ostream &os, const std::vector<std::string> 
 
 int inspectMain() {
   const char *tool = "partita inspect";
+  if (isCheckpointFolder(dir))
+    return inspectCheckpoint(dir, allInitializers);
   auto plan = readPlan(path("plan.json"));
   if (!plan)
     return reportError(tool, plan.takeError());

@@ -25,7 +25,7 @@
 #include "tools/CrossMemoryAttach.h"
 #include "tools/DsConfig.h"
 #include "tools/Hostfile.h"
-#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/SavedCheckpoint.h"
 #include "tools/OutputDir.h"
 #include "tools/ReplicaInference.h"
 #include "tools/MicroBatches.h"
@@ -147,6 +147,10 @@ static Flag<int> keep("keep",
                       cl::desc("With --save: keep the newest this many checkpoints of this run (default: all); "
                                "older ones this run wrote are removed"),
                       cl::location(opts.train.keep), BOTH);
+static Flag<bool> blockingSave("blocking-save",
+                               cl::desc("With --save: write each checkpoint before the next step (default: copy the "
+                                        "state and write it in the background while training goes on)"),
+                               cl::location(opts.train.blockingSave), BOTH);
 static Flag<std::string> resumeFrom("resume",
                                     cl::desc("Go on from a checkpoint (DIR/step-N), or the latest in DIR, under this "
                                              "plan's layout whatever the checkpoint's; --steps stays the run's total"),
@@ -261,7 +265,7 @@ static llvm::Error checkTokenInputs(const Plan &plan, const llvm::StringMap<Tens
 /// checkpoints this run will save, the resumed one leaves steps to train.
 static llvm::Error checkCheckpointFlags() {
   const rt::TrainOptions &t = opts.train;
-  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{&saveInterval, &keep})
+  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{&saveInterval, &keep, &blockingSave})
     if (flag->getNumOccurrences() && t.save.empty())
       return fail("--" + flag->ArgStr + " needs --save DIR");
   if (t.saveInterval < 0 || t.keep < 0)
@@ -285,6 +289,26 @@ static llvm::Error checkCheckpointFlags() {
   return llvm::Error::success();
 }
 
+/// --resume's checkpoint fits the plan and the run, checked before any rank
+/// starts: every tensor the plan trains there in its shape, every shard
+/// file there and whole (its pieces' hashes), the same --seed and data.
+static llvm::Error checkResume(const Plan &plan) {
+  const rt::TrainOptions &t = opts.train;
+  auto folder = rt::resolveCheckpoint(t.resume);
+  if (!folder)
+    return folder.takeError();
+  auto saved = rt::SavedCheckpoint::open(*folder);
+  if (!saved)
+    return saved.takeError();
+  auto tokens = TokenFile::open(t.data, t.dataDtype);
+  if (!tokens)
+    return tokens.takeError();
+  rt::CheckpointRun run{t.data, tokens->size()};
+  if (auto err = saved->checkRun(t.seed, run))
+    return err;
+  return saved->checkPlan(plan);
+}
+
 static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
   const rt::TrainOptions &t = opts.train;
   if (opts.threads < 0)
@@ -297,7 +321,7 @@ static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
     // Refused, not silently ignored: an inference launch reads none of these.
     for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
              &trace, &pipelineSchedule, &memory, &profile, &profileByNode, &noOverlap, &lr, &seed, &schedule,
-             &warmup, &minLrRatio, &clipNorm, &skipNonfinite, &saveDir, &saveInterval, &keep, &resumeFrom})
+             &warmup, &minLrRatio, &clipNorm, &skipNonfinite, &saveDir, &saveInterval, &keep, &resumeFrom, &blockingSave})
       if (flag->getNumOccurrences())
         return fail("--" + flag->ArgStr + " applies to training (a plan compiled with --train)");
     return llvm::Error::success();
@@ -529,6 +553,9 @@ int launchMain(int argc, char **argv) {
     return reportError(tool, std::move(err));
   if (auto err = checkFlags(trainPlan, plan->precision))
     return reportError(tool, std::move(err));
+  if (trainPlan && !opts.train.resume.empty())
+    if (auto err = checkResume(*plan))
+      return reportError(tool, std::move(err));
   if (trainPlan) // the schedule's name, and that it runs this plan's model chunks
     if (auto err = rt::checkPipelineSchedule(opts.train.schedule, plan->virtualStages))
       return reportError(tool, std::move(err));

@@ -19,7 +19,10 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/WeightStore.h"
 #include "compiler/support/OutputFile.h"
+#include "runtime/checkpoint/SavedCheckpoint.h"
+#include "runtime/checkpoint/StatePlacement.h"
 #include "runtime/io/Npy.h"
+#include "tools/InspectCheckpoint.h"
 #include "tools/Commands.h"
 #include "tools/OutputDir.h"
 #include "compiler/plan/Plan.h"
@@ -45,7 +48,11 @@ namespace partita {
 static cl::SubCommand mergeCmd("merge", "Merge trained parameter shards into one ONNX model");
 static cl::opt<std::string> mergeModel(cl::Positional, cl::desc("<model.onnx>"), cl::sub(mergeCmd), cl::Required);
 static cl::opt<std::string> mergePlan(cl::Positional, cl::desc("<compiled/>"), cl::sub(mergeCmd), cl::Required);
-static cl::opt<std::string> mergeTrained(cl::Positional, cl::desc("<trained/>"), cl::sub(mergeCmd), cl::Required);
+static cl::opt<std::string> mergeTrained(cl::Positional,
+                                         cl::desc("<trained/ | checkpoint/>: a training launch's --output-dir, or a "
+                                                  "checkpoint of launch --save (any plan of the model names the "
+                                                  "parameters then)"),
+                                         cl::sub(mergeCmd), cl::Required);
 static cl::opt<std::string> mergeOut("o", cl::desc("Output model"), cl::sub(mergeCmd), cl::Required);
 
 bool mergeSelected() { return static_cast<bool>(mergeCmd); }
@@ -107,6 +114,21 @@ static llvm::Expected<Tensor> gatherShards(const Plan &plan, size_t param, const
     for (size_t p = 0; p < parts.size(); ++p)
       std::memcpy(bytes->data() + (o * parts.size() + p) * row, parts[p].data() + o * row, row);
   return Tensor(parts[0].dtype(), full, std::move(bytes));
+}
+
+/// One parameter, whole, from a checkpoint's float32 weights (launch --save):
+/// read in its initializer's terms, as the checkpoint keeps it.
+static llvm::Expected<Tensor> fromCheckpoint(const rt::SavedCheckpoint &saved, const Plan &plan, size_t param) {
+  const ParamTarget &target = plan.paramTargets[param].front();
+  std::string name = plan.params[param];
+  Shape whole = target.shape;
+  rt::StateBox box = rt::StateBox::whole({}, Shape(whole.size(), 0), whole);
+  rt::placeInInitializer(target, name, whole, box);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numElements(target.shape)) * sizeof(float));
+  rt::StateTensor t{name, rt::StateKind::Weight, rt::TensorView{DType::F32, target.shape, bytes->data()}, whole, box, false};
+  if (auto err = saved.load(t))
+    return std::move(err);
+  return Tensor(DType::F32, target.shape, std::move(bytes));
 }
 
 /// The parameter a repeated target's copies stand for (`repeat` = [dim,
@@ -360,6 +382,17 @@ static llvm::Error merge() {
     return fail(planPath + ": not a training plan (compile with --train)");
   if (plan->paramTargets.size() != plan->params.size())
     return fail(planPath + ": records no param_targets (compiled by an older Partita? compile again)");
+  // A checkpoint (launch --save) instead of a launch's trained shards.
+  std::optional<rt::SavedCheckpoint> checkpoint;
+  if (isCheckpointFolder(mergeTrained)) {
+    auto folder = rt::resolveCheckpoint(mergeTrained);
+    if (!folder)
+      return folder.takeError();
+    auto saved = rt::SavedCheckpoint::open(*folder);
+    if (!saved)
+      return saved.takeError();
+    checkpoint.emplace(std::move(*saved));
+  }
   uint64_t modelSize = 0;
   if (!llvm::sys::fs::file_size(mergeModel, modelSize) && modelSize > static_cast<uint64_t>(INT_MAX))
     return fail(mergeModel + ": " + llvm::Twine(modelSize) +
@@ -421,7 +454,8 @@ static llvm::Error merge() {
       std::vector<uint8_t> bytes(value.data(), value.data() + value.byteSize());
       for (auto [param, target] : uses->second) {
         const std::string &name = plan->params[param];
-        auto shards = gatherShards(*plan, param, plan->paramTargets[param][0].shape);
+        auto shards = checkpoint ? fromCheckpoint(*checkpoint, *plan, param)
+                                 : gatherShards(*plan, param, plan->paramTargets[param][0].shape);
         if (shards && !target->repeat.empty())
           shards = oneCopy(*shards, target->repeat, name);
         if (!shards)
@@ -454,8 +488,9 @@ static llvm::Error merge() {
     return err;
   llvm::outs() << "partita: merged "
                << llvm::count_if(plan->params, [&](const std::string &n) { return !isSharedWeightCopy(*plan, n); })
-               << " trained parameters from " << plan->worldSize()
-               << " rank(s) into " << mergeOut << (external ? " (external data: " + files.dataPath() + ")" : "")
+               << " trained parameters from "
+               << (checkpoint ? "checkpoint " + checkpoint->folder() : std::to_string(plan->worldSize()) + " rank(s)")
+               << " into " << mergeOut << (external ? " (external data: " + files.dataPath() + ")" : "")
                << "\n";
   return llvm::Error::success();
 }

@@ -22,6 +22,12 @@
 // writes the index from every rank's record and fails, naming the rank, when
 // one is missing.
 //
+// A save copies the rank's pieces to a host snapshot (on the CPU device a
+// memory copy) and, by default, writes them from a background thread while
+// training goes on; after each step the ranks check (one small all-reduce
+// while a save is pending) whether all have written, and rank 0 then puts the
+// checkpoint in place. A save waits only for the previous one.
+//
 // `launch --resume DIR|DIR/step-N` reads the index, restores the progress and
 // the loss scaler, and fills each piece of this rank's state from the saved
 // pieces that overlap it, under whatever layout they were saved
@@ -30,7 +36,10 @@
 #pragma once
 #include "runtime/comm/Communicator.h"
 #include "runtime/train/TrainState.h"
+#include <atomic>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace partita::rt {
@@ -38,6 +47,11 @@ namespace partita::rt {
 inline constexpr const char *kCheckpointFormat = "partita-checkpoint-1";
 inline constexpr const char *kCheckpointIndex = "checkpoint.json";
 inline constexpr const char *kLatestFile = "latest";
+/// The lock a run's rank 0 holds on its --save folder (flock): two runs never save into one.
+inline constexpr const char *kSaveLock = "lock";
+/// Marks an unfinished save's folder as Partita's: only such a folder (or an
+/// empty one) is ever removed.
+extern const char *const kPartialMarker;
 
 /// What the index records beside the state: the run it belongs to.
 struct CheckpointRun {
@@ -56,21 +70,59 @@ llvm::Error checkCheckpointDir(llvm::StringRef dir, llvm::ArrayRef<int64_t> step
 
 class CheckpointWriter {
 public:
-  /// `world`: every rank of the job. keep <= 0: keep all.
-  CheckpointWriter(std::string dir, int keep, Communicator &world, int rank)
-      : dir_(std::move(dir)), keep_(keep), world_(&world), rank_(rank) {}
-  /// Saves `state` as checkpoint state.progress.step; every rank calls it.
+  /// `world`: every rank of the job. keep <= 0: keep all. `async`: the
+  /// state is copied to a host snapshot and written by a background thread
+  /// while training goes on.
+  CheckpointWriter(std::string dir, int keep, Communicator &world, int rank, bool async);
+  ~CheckpointWriter();
+  /// Saves `state` as checkpoint state.progress.step; every rank calls it
+  /// after the same step. Waits for the previous save first.
   llvm::Error save(const TrainState &state, const CheckpointRun &run);
+  /// After each step (every rank): puts a save in place once every rank has
+  /// written its part; a no-op without one pending.
+  llvm::Error poll();
+  /// At the end of the run: waits for the pending save and puts it in place.
+  llvm::Error finish();
 
 private:
-  llvm::Error writeRankFile(const TrainState &state, llvm::StringRef tmp);
-  llvm::Error writeIndex(const TrainState &state, const CheckpointRun &run, llvm::StringRef tmp);
+  /// What a save writes, copied from the state when it starts.
+  struct Snapshot {
+    struct Piece {
+      std::string name, kind;
+      DType dtype;
+      Shape whole;
+      StateBox box;
+      size_t offset, bytes; // in `data`
+    };
+    std::vector<Piece> pieces;
+    std::vector<uint8_t> data;
+    TrainProgress progress;
+    std::optional<LossScalerState> scaler;
+    CheckpointRun run;
+    std::string name, tmp, final;
+  };
+  llvm::Error begin(const TrainState &state, const CheckpointRun &run);
+  llvm::Error writeRankFile();
+  /// Every rank has written (or failed): agree, then rank 0 writes the index,
+  /// renames the folder into place, moves `latest`, applies --keep.
+  llvm::Error complete(llvm::Error own);
+  llvm::Error writeIndex();
   llvm::Error removeOld();
+  llvm::Error lockFolder();
+  void killForTest(llvm::StringRef phase) const;
   std::string dir_;
   int keep_;
   Communicator *world_;
-  int rank_;
-  std::vector<std::string> written_; // this run's checkpoints, oldest first
+  int rank_, worldSize_ = 0;
+  bool async_;
+  const Plan *plan_ = nullptr;
+  Snapshot snap_;
+  bool pending_ = false;
+  std::thread writer_;
+  std::atomic<bool> written_{false};
+  std::string writeError_; // the writer thread's, once written_
+  std::vector<std::string> saved_; // this run's checkpoints, oldest first
+  int lock_ = -1;                  // rank 0: the --save folder's lock, held for the run
 };
 
 /// The checkpoint folder `path` names: itself when it has an index, else the

@@ -21,6 +21,8 @@ static std::string join(llvm::StringRef a, llvm::StringRef b) {
   return std::string(p);
 }
 
+const char *const kPartialMarker = ".partita-checkpoint-partial";
+
 std::string checkpointName(int64_t step) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "step-%08lld", static_cast<long long>(step));
@@ -29,7 +31,7 @@ std::string checkpointName(int64_t step) {
 
 /// Whether `name` is one of the entries --save writes in its folder.
 static bool savedEntry(llvm::StringRef name) {
-  if (name == kLatestFile || name == std::string(kLatestFile) + ".partial")
+  if (name == kLatestFile || name == std::string(kLatestFile) + ".partial" || name == kSaveLock)
     return true;
   if (!name.consume_front("step-"))
     return false;
@@ -51,6 +53,18 @@ llvm::Error checkCheckpointDir(llvm::StringRef dir, llvm::ArrayRef<int64_t> step
   }
   if (ec)
     return fail("--save " + dir + ": " + ec.message());
+  // An unfinished save is removed by the next save of its step: only one
+  // that is empty or carries Partita's marker.
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.endswith(".partial") || name.startswith(kLatestFile))
+      continue;
+    std::error_code inner;
+    llvm::sys::fs::directory_iterator first(it->path(), inner);
+    if (!inner && first != llvm::sys::fs::directory_iterator() && !llvm::sys::fs::exists(join(it->path(), kPartialMarker)))
+      return fail("--save " + dir + " holds " + name + ", which is no unfinished save of Partita's (no " +
+                  kPartialMarker + "): remove it yourself");
+  }
   for (int64_t step : steps)
     if (llvm::sys::fs::exists(join(dir, checkpointName(step))))
       return fail("--save " + dir + " already holds " + checkpointName(step) +
@@ -63,16 +77,29 @@ llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef path) {
     return path.str();
   std::string latest = join(path, kLatestFile);
   auto buf = llvm::MemoryBuffer::getFile(latest);
-  if (!buf)
+  std::string named;
+  if (buf) {
+    llvm::StringRef name = (*buf)->getBuffer().trim();
+    if (!savedEntry(name) || name.endswith(".partial") || name == kLatestFile || name == kSaveLock)
+      return fail(latest + " names '" + name + "', which is no checkpoint folder");
+    if (!llvm::sys::fs::exists(join(join(path, name), kCheckpointIndex)))
+      return fail(latest + " names " + name + ", which has no " + kCheckpointIndex);
+    named = name.str();
+  }
+  // `latest` moves after its checkpoint is in place: a save killed between
+  // the two left a newer complete checkpoint, which is the one to go on from.
+  std::string newest = named;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (savedEntry(name) && name.startswith("step-") && !name.endswith(".partial") && name > newest &&
+        llvm::sys::fs::exists(join(it->path(), kCheckpointIndex)))
+      newest = name.str();
+  }
+  if (newest.empty())
     return fail("--resume " + path + ": no " + kCheckpointIndex + " (a checkpoint) nor " + kLatestFile +
                 " (a folder of them) there" + (llvm::sys::fs::exists(path) ? "" : ": it does not exist"));
-  llvm::StringRef name = (*buf)->getBuffer().trim();
-  if (!savedEntry(name) || name.endswith(".partial") || name == kLatestFile)
-    return fail(latest + " names '" + name + "', which is no checkpoint folder");
-  std::string folder = join(path, name);
-  if (!llvm::sys::fs::exists(join(folder, kCheckpointIndex)))
-    return fail(latest + " names " + name + ", which has no " + kCheckpointIndex);
-  return folder;
+  return join(path, newest);
 }
 
 llvm::Error agreeOnErrors(Communicator &world, llvm::Error err, llvm::StringRef what) {

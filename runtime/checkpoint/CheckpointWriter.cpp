@@ -17,6 +17,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <map>
 
 namespace partita::rt {
@@ -35,8 +40,6 @@ static std::string rankFile(int rank, const char *ext) {
   return buf;
 }
 
-/// Marks a .partial folder as this code's: only such a folder is ever removed.
-static constexpr const char *kPartialMarker = ".partita-checkpoint-partial";
 
 static llvm::json::Array numbers(llvm::ArrayRef<int64_t> v) {
   llvm::json::Array a;
@@ -52,50 +55,52 @@ static std::string hex64(uint64_t h) {
 }
 
 /// Removes `folder`, a .partial folder of an earlier save that did not finish,
-/// when it carries the marker; anything else in it stays, and so does it.
+/// when it is empty or carries the marker; the marker goes last, so a kill
+/// half-way leaves it for the next try. Anything else in it stays, and so does it.
 static llvm::Error removePartial(const std::string &folder) {
-  if (!llvm::sys::fs::exists(join(folder, kPartialMarker)))
-    return fail(folder + " exists and is no unfinished save of Partita's (no " + kPartialMarker +
-                "): remove it yourself");
   std::error_code ec;
   std::vector<std::string> files;
+  bool marked = false;
   for (llvm::sys::fs::directory_iterator it(folder, ec), end; it != end && !ec; it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (name == kPartialMarker || name == kCheckpointIndex ||
-        (name.startswith("rank") && (name.endswith(".bin") || name.endswith(".json"))))
+    if (name == kPartialMarker)
+      marked = true;
+    else if (name == kCheckpointIndex || (name.startswith("rank") && (name.endswith(".bin") || name.endswith(".json"))))
       files.push_back(it->path());
+    else
+      files.push_back(""); // not ours
   }
+  if (!files.empty() && !marked)
+    return fail(folder + " exists and is no unfinished save of Partita's (no " + kPartialMarker +
+                "): remove it yourself");
   for (const std::string &f : files)
-    llvm::sys::fs::remove(f);
+    if (!f.empty())
+      llvm::sys::fs::remove(f);
+  llvm::sys::fs::remove(join(folder, kPartialMarker));
   if (auto rc = llvm::sys::fs::remove(folder))
     return fail(folder + ": an unfinished save holds files Partita did not write; remove it yourself (" +
                 rc.message() + ")");
   return llvm::Error::success();
 }
 
-llvm::Error CheckpointWriter::writeRankFile(const TrainState &state, llvm::StringRef tmp) {
-  auto bin = DurableFile::create(join(tmp, rankFile(rank_, "bin")));
+llvm::Error CheckpointWriter::writeRankFile() {
+  auto bin = DurableFile::create(join(snap_.tmp, rankFile(rank_, "bin")));
   if (!bin)
     return bin.takeError();
   llvm::json::Array pieces;
-  for (const StateTensor &t : state.tensors()) {
-    if (!t.writer || t.box.numel() == 0)
-      continue;
-    // The CPU device's buffers are host memory; a device's would be copied
-    // to the host here first.
-    size_t bytes = static_cast<size_t>(t.box.numel()) * dtypeSize(t.view.dtype);
-    llvm::ArrayRef<uint8_t> data(static_cast<const uint8_t *>(t.view.data), bytes);
+  for (const Snapshot::Piece &p : snap_.pieces) {
+    llvm::ArrayRef<uint8_t> data(snap_.data.data() + p.offset, p.bytes);
     uint64_t offset = bin->offset();
     if (auto err = bin->write(data.data(), data.size()))
       return err;
-    pieces.push_back(llvm::json::Object{{"name", t.name},
-                                        {"kind", stateKindName(t.kind)},
-                                        {"dtype", dtypeName(t.view.dtype)},
-                                        {"shape", numbers(t.whole)},
-                                        {"outer", numbers(t.box.outer)},
-                                        {"start", numbers(t.box.start)},
-                                        {"extent", numbers(t.box.extent)},
-                                        {"flat", numbers({t.box.flatBegin, t.box.flatEnd})},
+    pieces.push_back(llvm::json::Object{{"name", p.name},
+                                        {"kind", p.kind},
+                                        {"dtype", dtypeName(p.dtype)},
+                                        {"shape", numbers(p.whole)},
+                                        {"outer", numbers(p.box.outer)},
+                                        {"start", numbers(p.box.start)},
+                                        {"extent", numbers(p.box.extent)},
+                                        {"flat", numbers({p.box.flatBegin, p.box.flatEnd})},
                                         {"offset", static_cast<int64_t>(offset)},
                                         {"xxh64", hex64(llvm::xxHash64(data))}});
   }
@@ -105,13 +110,16 @@ llvm::Error CheckpointWriter::writeRankFile(const TrainState &state, llvm::Strin
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(pieces));
   os.flush();
-  return writeFileDurably(join(tmp, rankFile(rank_, "json")), text);
+  return writeFileDurably(join(snap_.tmp, rankFile(rank_, "json")), text);
 }
 
-llvm::Error CheckpointWriter::writeIndex(const TrainState &state, const CheckpointRun &run, llvm::StringRef tmp) {
+llvm::Error CheckpointWriter::writeIndex() {
+  const std::string &tmp = snap_.tmp;
+  const CheckpointRun &run = snap_.run;
+  const Plan &plan = *plan_;
   // The pieces of every rank, by tensor.
   std::map<std::pair<std::string, std::string>, llvm::json::Object> tensors;
-  const int64_t ranks = state.plan().worldSize();
+  const int64_t ranks = plan.worldSize();
   for (int r = 0; r < ranks; ++r) {
     std::string path = join(tmp, rankFile(r, "json"));
     auto buf = llvm::MemoryBuffer::getFile(path);
@@ -121,8 +129,16 @@ llvm::Error CheckpointWriter::writeIndex(const TrainState &state, const Checkpoi
     auto parsed = llvm::json::parse((*buf)->getBuffer());
     if (!parsed)
       return fail(path + ": " + llvm::toString(parsed.takeError()));
+    if (!parsed->getAsArray())
+      return fail(path + ": not a list of pieces");
     for (llvm::json::Value &v : *parsed->getAsArray()) {
-      llvm::json::Object &p = *v.getAsObject();
+      llvm::json::Object *o = v.getAsObject();
+      if (!o || !o->getString("name") || !o->getString("kind"))
+        return fail(path + ": a piece without its name or kind");
+      for (const char *key : {"dtype", "shape", "outer", "start", "extent", "flat", "offset", "xxh64"})
+        if (!o->get(key))
+          return fail(path + ": a piece without its " + key);
+      llvm::json::Object &p = *o;
       std::string name = p.getString("name")->str(), kind = p.getString("kind")->str();
       auto [it, first] = tensors.try_emplace({name, kind});
       if (first) {
@@ -138,11 +154,11 @@ llvm::Error CheckpointWriter::writeIndex(const TrainState &state, const Checkpoi
       it->second.getArray("pieces")->push_back(std::move(piece));
     }
   }
-  const TrainProgress &pr = state.progress;
-  llvm::json::Object layout{{"mesh", state.plan().mesh.str()},
-                            {"zero", state.plan().zero},
-                            {"precision", state.plan().precision},
-                            {"virtual_stages", state.plan().virtualStages},
+  const TrainProgress &pr = snap_.progress;
+  llvm::json::Object layout{{"mesh", plan.mesh.str()},
+                            {"zero", plan.zero},
+                            {"precision", plan.precision},
+                            {"virtual_stages", plan.virtualStages},
                             {"batch", run.batch},
                             {"seq", run.seq},
                             {"micro_batches", run.microBatches},
@@ -156,8 +172,8 @@ llvm::Error CheckpointWriter::writeIndex(const TrainState &state, const Checkpoi
                            {"seed", pr.seed},
                            {"layout", std::move(layout)},
                            {"data", llvm::json::Object{{"path", run.data}, {"tokens", run.tokens}}}};
-  if (state.scaler) {
-    LossScalerState s = state.scaler->state();
+  if (snap_.scaler) {
+    const LossScalerState &s = *snap_.scaler;
     index["loss_scaler"] = llvm::json::Object{{"scale", s.scale},
                                               {"hysteresis_left", s.hysteresisLeft},
                                               {"iteration", s.iteration},
@@ -175,49 +191,144 @@ llvm::Error CheckpointWriter::writeIndex(const TrainState &state, const Checkpoi
     return err;
   for (int r = 0; r < ranks; ++r) // joined into the index
     llvm::sys::fs::remove(join(tmp, rankFile(r, "json")));
-  return syncFolder(std::string(tmp));
+  return syncFolder(tmp);
 }
 
-llvm::Error CheckpointWriter::save(const TrainState &state, const CheckpointRun &run) {
-  const std::string name = checkpointName(state.progress.step), final = join(dir_, name),
-                    tmp = final + ".partial";
+CheckpointWriter::CheckpointWriter(std::string dir, int keep, Communicator &world, int rank, bool async)
+    : dir_(std::move(dir)), keep_(keep), world_(&world), rank_(rank), async_(async) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (writer_.joinable()) // a run that failed while a save was being written
+    writer_.join();
+  if (lock_ >= 0)
+    ::close(lock_); // releases the lock; the file stays (removing it would race a new holder)
+}
+
+llvm::Error CheckpointWriter::lockFolder() {
+  std::string path = join(dir_, kSaveLock);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return fail(path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    ::close(fd);
+    return fail("--save " + dir_ + ": another run is saving into it (" + path + " is locked: " + std::strerror(e) +
+                "); give each run a folder of its own");
+  }
+  lock_ = fd;
+  return llvm::Error::success();
+}
+
+llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun &run) {
+  plan_ = &state.plan();
+  snap_.name = checkpointName(state.progress.step);
+  snap_.final = join(dir_, snap_.name);
+  snap_.tmp = snap_.final + ".partial";
   llvm::Error err = llvm::Error::success();
   if (rank_ == 0) {
     if (auto ec = llvm::sys::fs::create_directories(dir_))
       err = fail("--save " + dir_ + ": " + ec.message());
-    else if (llvm::sys::fs::exists(final))
-      err = fail("--save " + dir_ + " already holds " + name + ": a checkpoint is never replaced");
-    else if (llvm::sys::fs::exists(tmp))
-      err = removePartial(tmp);
+    else if (lock_ < 0 && (err = lockFolder()))
+      ;
+    else if (llvm::sys::fs::exists(snap_.final))
+      err = fail("--save " + dir_ + " already holds " + snap_.name + ": a checkpoint is never replaced");
+    else if (llvm::sys::fs::exists(snap_.tmp))
+      err = removePartial(snap_.tmp);
     if (!err) {
-      if (auto ec = llvm::sys::fs::create_directory(tmp, /*IgnoreExisting=*/false))
-        err = fail(tmp + ": " + ec.message());
+      if (auto ec = llvm::sys::fs::create_directory(snap_.tmp, /*IgnoreExisting=*/false))
+        err = fail(snap_.tmp + ": " + ec.message());
       else
-        err = writeFileDurably(join(tmp, kPartialMarker), "");
+        err = writeFileDurably(join(snap_.tmp, kPartialMarker), "");
     }
   }
-  if (auto e = agreeOnErrors(*world_, std::move(err), "start checkpoint " + name))
+  if (auto e = agreeOnErrors(*world_, std::move(err), "start checkpoint " + snap_.name))
     return e;
-  if (auto e = agreeOnErrors(*world_, writeRankFile(state, tmp), "write its part of checkpoint " + name))
-    return e;
-  // The checkpoint tests kill a save here, every piece written and no index
-  // yet (test/train/check_checkpoint.py): the previous checkpoint must stay.
-  if (const char *kill = std::getenv("PARTITA_TEST_KILL_SAVE"); kill && rank_ == 0 &&
-                                                                 std::atoll(kill) == state.progress.step)
+  // The snapshot: the pieces this rank writes, copied as they are now. (The
+  // CPU device's buffers are host memory; a device's are copied to the host.)
+  snap_.pieces.clear();
+  size_t total = 0;
+  for (const StateTensor &t : state.tensors())
+    if (t.writer && t.box.numel() > 0) {
+      size_t bytes = static_cast<size_t>(t.box.numel()) * dtypeSize(t.view.dtype);
+      snap_.pieces.push_back({t.name, stateKindName(t.kind), t.view.dtype, t.whole, t.box, total, bytes});
+      total += bytes;
+    }
+  snap_.data.resize(total); // kept from save to save: one allocation for the run
+  size_t k = 0;
+  for (const StateTensor &t : state.tensors())
+    if (t.writer && t.box.numel() > 0) {
+      std::memcpy(snap_.data.data() + snap_.pieces[k].offset, t.view.data, snap_.pieces[k].bytes);
+      ++k;
+    }
+  snap_.progress = state.progress;
+  snap_.scaler = state.scaler ? std::optional<LossScalerState>(state.scaler->state()) : std::nullopt;
+  snap_.run = run;
+  worldSize_ = static_cast<int>(plan_->worldSize());
+  return llvm::Error::success();
+}
+
+llvm::Error CheckpointWriter::save(const TrainState &state, const CheckpointRun &run) {
+  if (auto err = finish()) // the previous save, in place first
+    return err;
+  if (auto err = begin(state, run))
+    return err;
+  if (!async_)
+    return complete(writeRankFile());
+  written_ = false;
+  pending_ = true;
+  writer_ = std::thread([this] {
+    llvm::Error err = writeRankFile();
+    writeError_ = err ? llvm::toString(std::move(err)) : std::string();
+    written_ = true;
+  });
+  return llvm::Error::success();
+}
+
+llvm::Error CheckpointWriter::poll() {
+  if (!pending_)
+    return llvm::Error::success();
+  int64_t notYet = written_ ? 0 : 1; // any rank still writing: the next step asks again
+  if (auto err = world_->allReduce(&notYet, 1, DType::I64, Communicator::ReduceOp::Max))
+    return err;
+  return notYet ? llvm::Error::success() : finish();
+}
+
+llvm::Error CheckpointWriter::finish() {
+  if (!pending_)
+    return llvm::Error::success();
+  writer_.join();
+  pending_ = false;
+  return complete(writeError_.empty() ? llvm::Error::success() : fail(writeError_));
+}
+
+/// The checkpoint tests (test/train/check_checkpoint.py) kill rank 0 in the
+/// middle of a save: PARTITA_TEST_KILL_SAVE=N kills the save of step N with
+/// every piece written and no index yet; N:renamed once the folder is in
+/// place and before `latest` moves.
+void CheckpointWriter::killForTest(llvm::StringRef phase) const {
+  const char *kill = std::getenv("PARTITA_TEST_KILL_SAVE");
+  if (kill && rank_ == 0 && llvm::StringRef(kill) == std::to_string(snap_.progress.step) + phase.str())
     std::raise(SIGKILL);
-  err = llvm::Error::success();
+}
+
+llvm::Error CheckpointWriter::complete(llvm::Error own) {
+  if (auto e = agreeOnErrors(*world_, std::move(own), "write its part of checkpoint " + snap_.name))
+    return e;
+  killForTest("");
+  llvm::Error err = llvm::Error::success();
   if (rank_ == 0) {
-    err = writeIndex(state, run, tmp);
+    err = writeIndex();
     if (!err) {
       // The marker goes once the folder is in place: an unfinished save
       // keeps it to the end, so the next one may remove it.
-      if (auto ec = llvm::sys::fs::rename(tmp, final))
-        err = fail("cannot rename " + tmp + " to " + final + ": " + ec.message());
-      else if (llvm::sys::fs::remove(join(final, kPartialMarker)), !(err = syncFolder(dir_))) {
+      if (auto ec = llvm::sys::fs::rename(snap_.tmp, snap_.final))
+        err = fail("cannot rename " + snap_.tmp + " to " + snap_.final + ": " + ec.message());
+      else if (llvm::sys::fs::remove(join(snap_.final, kPartialMarker)), !(err = syncFolder(dir_))) {
+        killForTest(":renamed");
         // `latest` moves only now, to a checkpoint that is whole on disk.
         std::string next = join(dir_, std::string(kLatestFile) + ".partial");
         llvm::sys::fs::remove(next);
-        err = writeFileDurably(next, name + "\n");
+        err = writeFileDurably(next, snap_.name + "\n");
         if (!err) {
           if (auto ec = llvm::sys::fs::rename(next, join(dir_, kLatestFile)))
             err = fail("cannot move " + join(dir_, kLatestFile) + ": " + ec.message());
@@ -227,17 +338,17 @@ llvm::Error CheckpointWriter::save(const TrainState &state, const CheckpointRun 
       }
     }
     if (!err) {
-      written_.push_back(final);
+      saved_.push_back(snap_.final);
       err = removeOld();
     }
   }
-  return agreeOnErrors(*world_, std::move(err), "finish checkpoint " + name);
+  return agreeOnErrors(*world_, std::move(err), "finish checkpoint " + snap_.name);
 }
 
 llvm::Error CheckpointWriter::removeOld() {
-  while (keep_ > 0 && static_cast<int>(written_.size()) > keep_) {
-    std::string old = written_.front();
-    written_.erase(written_.begin());
+  while (keep_ > 0 && static_cast<int>(saved_.size()) > keep_) {
+    std::string old = saved_.front();
+    saved_.erase(saved_.begin());
     // Only the files a checkpoint has; a folder holding more stays.
     auto buf = llvm::MemoryBuffer::getFile(join(old, kCheckpointIndex));
     if (!buf)
@@ -248,6 +359,7 @@ llvm::Error CheckpointWriter::removeOld() {
     int64_t ranks = parsed->getAsObject()->getInteger("ranks").getValueOr(0);
     for (int r = 0; r < ranks; ++r)
       llvm::sys::fs::remove(join(old, rankFile(r, "bin")));
+    llvm::sys::fs::remove(join(old, kPartialMarker)); // a save killed before it went
     llvm::sys::fs::remove(join(old, kCheckpointIndex));
     if (auto ec = llvm::sys::fs::remove(old))
       llvm::errs() << "partita: --keep " << keep_ << ": left " << old << ": it holds files Partita did not write\n";

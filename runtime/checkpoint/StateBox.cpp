@@ -94,4 +94,20 @@ int64_t copyOverlap(const void *src, const StateBox &from, void *dst, const Stat
   return copied;
 }
 
+bool piecesTile(const std::vector<StateBox> &pieces, const Shape &whole) {
+  std::vector<Run> all;
+  for (const StateBox &b : pieces) {
+    std::vector<Run> r = runsOf(b, whole);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  std::sort(all.begin(), all.end(), [](const Run &a, const Run &c) { return a.global < c.global; });
+  int64_t next = 0; // the first element no run has held yet
+  for (const Run &r : all) {
+    if (r.global != next)
+      return false; // a gap, or an element held twice
+    next += r.length;
+  }
+  return next == numElements(whole);
+}
+
 } // namespace partita::rt

@@ -16,6 +16,7 @@
 #include "compiler/ir/Tensor.h"
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace partita::rt {
 
@@ -44,5 +45,9 @@ struct StateBox {
 /// With elemSize 0 it only counts them (src and dst may be null).
 int64_t copyOverlap(const void *src, const StateBox &from, void *dst, const StateBox &to, const Shape &whole,
                     size_t elemSize);
+
+/// Whether `pieces` hold every element of a tensor of shape `whole` exactly
+/// once (none twice, none missing).
+bool piecesTile(const std::vector<StateBox> &pieces, const Shape &whole);
 
 } // namespace partita::rt

@@ -108,4 +108,35 @@ llvm::Expected<StatePlacement> placeState(const Plan &plan, size_t param, const 
   return out;
 }
 
+bool placeInInitializer(const ParamTarget &t, std::string &name, Shape &whole, StateBox &box) {
+  if (!t.repeat.empty() || t.stored.empty() || t.shape != whole ||
+      (!t.perm.empty() && t.perm.size() != t.stored.size()) || (!t.start.empty() && t.start.size() != whole.size()))
+    return false;
+  Shape logical = t.stored;
+  for (size_t d = 0; d < t.perm.size(); ++d)
+    logical[d] = t.stored[static_cast<size_t>(t.perm[d])];
+  if (logical.size() != whole.size())
+    return false;
+  for (size_t d = 0; d < whole.size(); ++d)
+    if ((t.start.empty() ? 0 : t.start[d]) + whole[d] > logical[d])
+      return false;
+  bool outer = false;
+  for (int64_t o : box.outer)
+    outer |= o > 1;
+  if (outer && logical != whole)
+    return false;
+  if (!t.start.empty())
+    for (size_t d = 0; d < whole.size(); ++d)
+      box.start[d] += t.start[d]; // no outer factors: one view dimension per dimension
+  name = t.initializer;
+  if (!t.perm.empty()) {
+    name += " transposed(";
+    for (size_t d = 0; d < t.perm.size(); ++d)
+      name += (d ? "," : "") + std::to_string(t.perm[d]);
+    name += ")";
+  }
+  whole = logical;
+  return true;
+}
+
 } // namespace partita::rt

@@ -27,4 +27,15 @@ struct StatePlacement {
 llvm::Expected<StatePlacement> placeState(const Plan &plan, size_t param, const std::map<std::string, int64_t> &coords,
                                           int64_t heldNumel);
 
+/// Moves a piece of a parameter (`name`, `whole`, `box` on entry) into the
+/// terms of the initializer its `target` names; false (nothing changed) where
+/// it cannot. The parameter is the box at target.start of
+/// transpose(initializer, perm), so its pieces are boxes of that tensor,
+/// named after the initializer (and the transpose): a fused projection split
+/// into q, k and v parameters under one layout and whole under another then
+/// meets in the same tensor. Not for a parameter whose shards repeat kv
+/// heads, nor a box inside an outer-split view: those stay in the
+/// parameter's own terms (resumable under the same layout only).
+bool placeInInitializer(const ParamTarget &target, std::string &name, Shape &whole, StateBox &box);
+
 } // namespace partita::rt

@@ -13,6 +13,7 @@
 //    doubled and the hysteresis counter restored.
 //===----------------------------------------------------------------------===//
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 namespace partita::rt {
@@ -53,7 +54,7 @@ public:
   void restore(const LossScalerState &s) {
     if (dynamic())
       scale_ = s.scale;
-    hysteresisLeft_ = s.hysteresisLeft;
+    hysteresisLeft_ = std::max(1, std::min(s.hysteresisLeft, o_.hysteresis)); // a run's --hysteresis may be lower
     iteration_ = s.iteration;
     lastOverflow_ = s.lastOverflow;
   }

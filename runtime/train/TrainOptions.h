@@ -29,6 +29,7 @@ struct TrainOptions {
   int saveInterval = 0; // --save-interval: every this many steps (0: only after the last)
   int keep = 0;         // --keep: the newest this many of the run's checkpoints stay (0: all)
   std::string resume;   // --resume: a checkpoint, or a folder of them (its latest)
+  bool blockingSave = false; // --blocking-save: write a checkpoint before the next step (default: in the background)
 };
 
 } // namespace partita::rt

@@ -64,7 +64,7 @@ class TrainingRun final : public ActionRunner {
 public:
   TrainingRun(Session &session, Communicator &world, const TrainOptions &o, TokenFile tokens)
       : session_(session), plan_(session.plan()), o_(o), tokens_(std::move(tokens)), state_(plan_, session.rankPlan().coords),
-        saver_(o.save, o.keep, world, session.rank()),
+        saver_(o.save, o.keep, world, session.rank(), !o.blockingSave),
         microBatches_(std::max(1, o.microBatches)), profile_(o.profile), trace_(!o.trace.empty()),
         dpSize_(session.axisSize(mesh_axis::kData)), stages_(session.axisSize(mesh_axis::kPipeline)), stage_(session.coordinate(mesh_axis::kPipeline)) {}
   llvm::Error prepare(llvm::StringRef outDir);
@@ -352,12 +352,12 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     progress.step = step_;
     progress.samples += int64_t{o_.batch} * microBatches_ * dpSize_;
     progress.skipped += skipped_;
-    if (std::find(saves.begin(), saves.end(), step_) != saves.end()) {
-      Clock::time_point t = Clock::now();
-      if (auto err = saver_.save(state_, checkpointRun()))
-        return err;
+    Clock::time_point t = Clock::now();
+    bool saving = std::find(saves.begin(), saves.end(), step_) != saves.end();
+    if (auto err = saving ? saver_.save(state_, checkpointRun()) : saver_.poll())
+      return err;
+    if (saving) // the snapshot (and with --blocking-save the writing)
       trace_.slice("checkpoint", step_, "checkpoint", t, Clock::now());
-    }
     if (skipped_)
       continue;
     if (step_ == firstStep) // the first step includes one-time set-up
@@ -399,6 +399,8 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     printTraffic(llvm::outs(), session_, o_.steps, paramBytes);
   }
   if (auto err = PendingSends::process().drain())
+    return err;
+  if (auto err = saver_.finish()) // the last checkpoint in place
     return err;
   if (trace_.on()) {
     std::string coords;

@@ -23,13 +23,15 @@ MODE convert SAVE_FLAGS RESUME_FLAGS
 MODE crash FLAGS
     A saves every 5 steps and is killed (SIGKILL, rank 0) in the middle of
     its step-15 save, after the pieces and before the index: the launch
-    fails, `latest` still names step-10, and a resume from the folder gives
-    A's losses (from an uninterrupted run). A new run into the same folder
-    saves step 15 over the unfinished one.
+    fails, `latest` still names step-10 and step 15 stays unfinished. A
+    resume into the same folder saves step 15 over the unfinished one and is
+    killed after its rename, before `latest` moves; a resume from the folder
+    then goes on from step 15 (the newest complete checkpoint) and gives the
+    losses of an uninterrupted run.
 MODE keep FLAGS
-    --keep 2 leaves the newest two of the run's checkpoints; an old one
-    holding a file of the user's keeps that file; a folder with a file no
-    checkpoint has is refused before any rank starts; a checkpoint whose
+    --keep 2 leaves the newest two of the run's checkpoints (an earlier
+    run's stay); a folder another run holds the lock of, or with a file no
+    checkpoint has, is refused before any rank starts; a checkpoint whose
     shard file is corrupted, one of another model, or a folder that is no
     checkpoint is refused, naming it.
 """
@@ -141,7 +143,7 @@ def saved_weights(folder):
 
 
 def compare_params(a, b, tol, what):
-    keys = [k for k in a if not k.endswith(NOISE)]
+    keys = [k for k in a if tol == 0 or not k.endswith(NOISE)]
     worst = max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-12)) for k in keys)
     same = all(np.array_equal(a[k], b[k]) for k in keys)
     check(set(a) == set(b) and (same if tol == 0 else worst <= tol),
@@ -159,14 +161,27 @@ if mode == "resume":
     save_spec, resume_spec, tol = args[0], args[1], float(args[2])
     ckpt = os.path.join(work, "ckpt")
     _, res_a, plan_a = launch("A", save_spec, 20, ["--save", ckpt, "--save-interval", "10"])
-    check(sorted(os.listdir(ckpt)) == ["latest", "step-00000010", "step-00000020"],
+    check(sorted(os.listdir(ckpt)) == ["latest", "lock", "step-00000010", "step-00000020"],
           f"--save wrote {sorted(os.listdir(ckpt))}")
-    _, res_b, plan_b = launch("B", resume_spec, 20, ["--resume", os.path.join(ckpt, "step-00000010")])
+    ckpt_b = os.path.join(work, "ckpt-b")
+    _, res_b, plan_b = launch("B", resume_spec, 20, ["--resume", os.path.join(ckpt, "step-00000010"),
+                                                    "--save", ckpt_b])
     la, lb = losses(res_a), losses(res_b)
     after = [s for s in sorted(la) if s > 10]  # a step that skipped its update (fp16 overflow) logs no loss
     check(sorted(lb) == after and len(after) >= 5, f"the resumed run logged steps {sorted(lb)}, the straight one {after}")
     compare_losses(lb, la, after, tol, "resumed")
-    compare_params(merged(res_b, plan_b, "B"), merged(res_a, plan_a, "A"), tol, "after step 20")
+    params_a = merged(res_a, plan_a, "A")
+    compare_params(merged(res_b, plan_b, "B"), params_a, tol, "after step 20")
+    # Both runs' step-20 checkpoints count the same progress.
+    index_a, index_b = (json.load(open(os.path.join(c, "step-00000020", "checkpoint.json"))) for c in (ckpt, ckpt_b))
+    for key in ("step", "updates", "skipped", "samples", "seed", "loss_scaler"):
+        check(index_a.get(key) == index_b.get(key), f"step 20's {key}: straight {index_a.get(key)}, resumed {index_b.get(key)}")
+    # merge reads a checkpoint under another plan of the model: A's last one is A's result.
+    out = os.path.join(work, "merged-ckpt.onnx")
+    subprocess.run([partita, "merge", fixture, plan_b, os.path.join(ckpt, "step-00000020"), "-o", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    compare_params({t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}, params_a, 0,
+                   "A's step-20 checkpoint merged under B's plan, against A's merged output")
 elif mode == "convert":
     save_spec, resume_spec = args
     ckpt = os.path.join(work, "ckpt")
@@ -187,19 +202,36 @@ elif mode == "crash":
     check(latest == "step-00000010", f"latest names {latest} after the save of step 15 was killed")
     check(os.path.isdir(os.path.join(ckpt, "step-00000015.partial")) and not os.path.exists(
         os.path.join(ckpt, "step-00000015")), f"the unfinished save stays unfinished: {sorted(os.listdir(ckpt))}")
+    # The save of step 15 again, killed after its folder is in place and before `latest` moved.
+    os.environ["PARTITA_TEST_KILL_SAVE"] = "15:renamed"
+    p, _, _ = launch("killed-renamed", spec, 20, ["--resume", ckpt, "--save", ckpt, "--save-interval", "5"], ok=False)
+    del os.environ["PARTITA_TEST_KILL_SAVE"]
+    with open(os.path.join(ckpt, "latest")) as f:
+        latest = f.read().strip()
+    check(p.returncode != 0 and latest == "step-00000010" and os.path.isdir(os.path.join(ckpt, "step-00000015")),
+          f"killed after the rename: exit {p.returncode}, latest {latest}, {sorted(os.listdir(ckpt))}")
+    # A resume from the folder goes on from the newest complete checkpoint: step 15.
     _, res_b, _ = launch("resumed", spec, 20, ["--resume", ckpt, "--save", ckpt, "--save-interval", "5"])
-    compare_losses(losses(res_b), losses(res_full), [s for s in sorted(losses(res_full)) if s > 10], 0,
-                   "resumed after the kill")
-    check(sorted(os.listdir(ckpt)) == ["latest", "step-00000005", "step-00000010", "step-00000015", "step-00000020"],
-          f"the resumed run saved over the unfinished step 15: {sorted(os.listdir(ckpt))}")
+    full = losses(res_full)
+    check(sorted(losses(res_b)) == [s for s in sorted(full) if s > 15], f"resumed at step 15: {sorted(losses(res_b))}")
+    compare_losses(losses(res_b), full, [s for s in sorted(full) if s > 15], 0, "resumed after the kills")
+    check(sorted(os.listdir(ckpt)) == ["latest", "lock", "step-00000005", "step-00000010", "step-00000015",
+                                       "step-00000020"], f"every step's checkpoint is whole: {sorted(os.listdir(ckpt))}")
 elif mode == "keep":
     spec = args[0]
     ckpt = os.path.join(work, "ckpt")
     launch("A", spec, 10, ["--save", ckpt, "--save-interval", "2"])
     launch("B", spec, 20, ["--resume", ckpt, "--save", ckpt, "--save-interval", "2", "--keep", "2"])
-    check(sorted(os.listdir(ckpt)) == ["latest", "step-00000002", "step-00000004", "step-00000006",
+    check(sorted(os.listdir(ckpt)) == ["latest", "lock", "step-00000002", "step-00000004", "step-00000006",
                                        "step-00000008", "step-00000010", "step-00000018", "step-00000020"],
           f"--keep 2 removed only this run's older checkpoints: {sorted(os.listdir(ckpt))}")
+    # Two runs never save into one folder: the first holds its lock.
+    import fcntl
+    with open(os.path.join(ckpt, "lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p, _, _ = launch("locked", spec, 24, ["--resume", ckpt, "--save", ckpt], ok=False)
+    check(p.returncode != 0 and "another run is saving" in p.stdout,
+          "a folder another run saves into is refused: " + p.stdout.strip().splitlines()[-1])
     c = os.path.join(work, "foreign")
     os.makedirs(c)
     with open(os.path.join(c, "data.txt"), "w") as f:

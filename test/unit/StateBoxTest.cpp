@@ -3,6 +3,7 @@
 // with outer factors, then back to the whole's index), and lands in the
 // destination piece exactly when that index lies in its box and flat range.
 #include "runtime/checkpoint/StateBox.h"
+#include "StateBoxReference.h"
 #include <gtest/gtest.h>
 #include <random>
 #include <vector>
@@ -10,25 +11,9 @@
 using namespace partita;
 using namespace partita::rt;
 
-namespace {
+using partita::rt::testing::globalIndex;
 
-/// The whole-tensor flat index of element k of piece `b` in a tensor of `whole` shape.
-int64_t globalIndex(const StateBox &b, const Shape &whole, int64_t k) {
-  int64_t local = b.flatBegin + k, g = 0;
-  Shape idx(b.extent.size());
-  for (size_t d = b.extent.size(); d-- > 0;) {
-    idx[d] = b.start[d] + local % b.extent[d];
-    local /= b.extent[d];
-  }
-  size_t v = 0;
-  for (size_t d = 0; d < whole.size(); ++d) {
-    int64_t o = d < b.outer.size() ? b.outer[d] : 1, i = idx[v++];
-    if (o > 1)
-      i = i * (whole[d] / o) + idx[v++];
-    g = g * whole[d] + i;
-  }
-  return g;
-}
+namespace {
 
 /// A random box of the view of `whole` with outer factors `outer`, and a
 /// random flat range of it.
