@@ -3,13 +3,14 @@
 # d=768, 4-layer GPT (vocabulary 8192, seq 128, batch 4 per rank) trains STEPS steps at
 # dp=2 ZeRO-1 (2 ranks of 1 thread) three times: without --save, with --save every
 # INTERVAL steps written in the background (the default), and with --blocking-save. It
-# prints each run's mean step time (the steps after the first) and the ratio to the run
-# without saves, the checkpoint's size, and the time a blocking save takes against the
+# prints each run's mean and median step time (the steps after the first) and their ratios
+# to the run without saves (the mean carries the saves; the median shows the noise between
+# runs), the checkpoint's size, and the time a blocking save takes against the
 # bytes a plain copy of the same size takes to write to the same disk (dd, fdatasync).
 #   bash bench/checkpoint.sh [STEPS] [INTERVAL]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${1:-61}
+steps=${1:-60}
 interval=${2:-20}
 work=$(mktemp -d -p "${TMPDIR:-/tmp}")
 trap 'rm -rf "$work"' EXIT
@@ -43,7 +44,12 @@ print(f"d=768 L=4 vocab 8192, T=128 B=4 per rank, dp=2 ZeRO-1, 1 thread per rank
       f"a save every {interval} (and after the last)")
 print(f"checkpoint: {size / 1e6:.1f} MB; dd writes (and flushes) as many bytes in {dd_s:.2f} s "
       f"({size / 1e6 / max(dd_s, 1e-9):.0f} MB/s)")
-print(f"{'run':>16} {'mean step ms':>13} {'x no save':>10} {'slowest step ms':>16}")
+print(f"{'run':>16} {'mean step ms':>13} {'x no save':>10} {'median ms':>10} {'x no save':>10} {'mean/median':>12} "
+      f"{'slowest ms':>11}")
+med = statistics.median(none)
 for name, s in (("no save", none), ("background save", asy), ("blocking save", blk)):
-    print(f"{name:>16} {statistics.mean(s):>13.1f} {statistics.mean(s) / base:>10.3f} {max(s):>16.1f}")
+    print(f"{name:>16} {statistics.mean(s):>13.1f} {statistics.mean(s) / base:>10.3f} {statistics.median(s):>10.1f} "
+          f"{statistics.median(s) / med:>10.3f} {statistics.mean(s) / statistics.median(s):>12.3f} {max(s):>11.1f}")
+print("(mean/median: the saves' share of a run's time against its own typical step, which the noise between"
+      " runs does not move)")
 PY

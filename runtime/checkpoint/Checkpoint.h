@@ -3,8 +3,8 @@
 // `launch --save DIR` writes DIR/step-00000100/ every --save-interval steps:
 //
 //   rank00003.bin    the pieces of training state rank 3 saves (TrainState.h:
-//                    weights, fp32 masters, moments; each piece once, by the
-//                    first of the ranks holding it), back to back
+//                    weights, fp32 masters, moments; each piece once, by
+//                    one of the ranks holding it), back to back
 //   checkpoint.json  the index: format, progress (steps, updates, samples,
 //                    seed), the loss scaler, the layout it was saved under,
 //                    the data, and for every tensor its whole shape, dtype
@@ -75,6 +75,9 @@ public:
   /// while training goes on.
   CheckpointWriter(std::string dir, int keep, Communicator &world, int rank, bool async);
   ~CheckpointWriter();
+  /// Allocates the host snapshot for `state` (before the first step: the
+  /// memory is then not faulted in during one).
+  void reserve(const TrainState &state);
   /// Saves `state` as checkpoint state.progress.step; every rank calls it
   /// after the same step. Waits for the previous save first.
   llvm::Error save(const TrainState &state, const CheckpointRun &run);

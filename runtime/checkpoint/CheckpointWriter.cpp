@@ -21,6 +21,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <map>
 
@@ -243,17 +245,10 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   }
   if (auto e = agreeOnErrors(*world_, std::move(err), "start checkpoint " + snap_.name))
     return e;
-  // The snapshot: the pieces this rank writes, copied as they are now. (The
-  // CPU device's buffers are host memory; a device's are copied to the host.)
-  snap_.pieces.clear();
-  size_t total = 0;
-  for (const StateTensor &t : state.tensors())
-    if (t.writer && t.box.numel() > 0) {
-      size_t bytes = static_cast<size_t>(t.box.numel()) * dtypeSize(t.view.dtype);
-      snap_.pieces.push_back({t.name, stateKindName(t.kind), t.view.dtype, t.whole, t.box, total, bytes});
-      total += bytes;
-    }
-  snap_.data.resize(total); // kept from save to save: one allocation for the run
+  // The snapshot: the pieces this rank writes, copied as they are now. (On
+  // the CPU device the state's buffers are host memory; a device runtime
+  // copies them to the host here, issue 26.)
+  reserve(state);
   size_t k = 0;
   for (const StateTensor &t : state.tensors())
     if (t.writer && t.box.numel() > 0) {
@@ -267,6 +262,19 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   return llvm::Error::success();
 }
 
+void CheckpointWriter::reserve(const TrainState &state) {
+  snap_.pieces.clear();
+  size_t total = 0;
+  for (const StateTensor &t : state.tensors())
+    if (t.writer && t.box.numel() > 0) {
+      size_t bytes = static_cast<size_t>(t.box.numel()) * dtypeSize(t.view.dtype);
+      snap_.pieces.push_back({t.name, stateKindName(t.kind), t.view.dtype, t.whole, t.box, total, bytes});
+      total += bytes;
+    }
+  if (snap_.data.size() != total) // touched now: its pages are not faulted in during a step
+    snap_.data.assign(total, 0);
+}
+
 llvm::Error CheckpointWriter::save(const TrainState &state, const CheckpointRun &run) {
   if (auto err = finish()) // the previous save, in place first
     return err;
@@ -277,6 +285,9 @@ llvm::Error CheckpointWriter::save(const TrainState &state, const CheckpointRun 
   written_ = false;
   pending_ = true;
   writer_ = std::thread([this] {
+    // Below the ranks' compute threads: the writing takes what they leave
+    // (kernel time copying into the page cache, mostly), not their cores.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     llvm::Error err = writeRankFile();
     writeError_ = err ? llvm::toString(std::move(err)) : std::string();
     written_ = true;

@@ -52,12 +52,13 @@ llvm::Expected<StatePlacement> placeState(const Plan &plan, size_t param, const 
     auto coord = coords.find(axis.name);
     int64_t c = coord == coords.end() ? 0 : coord->second;
     if (split->dim < 0) {
-      // A replica: the first along the axis writes. Pipeline stages hold
-      // different parameters, and dp's ZeRO parts are seen below.
-      if (axis.name != mesh_axis::kPipeline && axis.name != mesh_axis::kData && c != 0)
+      // A replica: one along the axis writes, parameter i the one at
+      // coordinate i mod the axis size (the replicas share the writing).
+      // Pipeline stages hold different parameters; dp's ZeRO parts are
+      // each written by their own rank.
+      bool part = axis.name == mesh_axis::kData && heldNumel != numElements(shard);
+      if (axis.name != mesh_axis::kPipeline && !part && c != static_cast<int64_t>(param) % axis.size)
         out.writer = false;
-      if (axis.name == mesh_axis::kData)
-        out.writer = out.writer && (c == 0 || heldNumel != numElements(shard));
       continue;
     }
     size_t d = static_cast<size_t>(split->dim);

@@ -6,8 +6,9 @@
 // shards make together; a buffer with fewer elements than the shard is the
 // rank's ZeRO part of the shard's flat buffer (ceil(n / dp) elements at
 // dp coordinate x dp part, the padding left out). Of the ranks holding the
-// same piece (replicas along axes that do not split it) the one at
-// coordinate 0 of those axes writes it to a checkpoint.
+// same piece (replicas along axes that do not split it) one writes it to a
+// checkpoint: parameter i's, the one at coordinate i mod the size of each
+// such axis, so the replicas share the bytes to write.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/plan/Plan.h"

@@ -38,7 +38,7 @@ struct StateTensor {
   TensorView view;  // this rank's buffer
   Shape whole;      // the whole tensor's shape
   StateBox box;     // what `view` holds of it
-  bool writer;      // this rank saves it: the first of the ranks holding the same piece
+  bool writer;      // this rank saves it: one of the ranks holding the same piece (StatePlacement.h)
 };
 
 struct TrainProgress {

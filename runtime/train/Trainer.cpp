@@ -175,6 +175,8 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
   if (!o_.resume.empty())
     if (auto err = resume())
       return err;
+  if (!o_.save.empty())
+    saver_.reserve(state_);
   // The sampler goes on from the sequences drawn so far.
   BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate(mesh_axis::kData),
                      state_.progress.step, state_.progress.samples};
