@@ -75,9 +75,10 @@ public:
   /// while training goes on.
   CheckpointWriter(std::string dir, int keep, Communicator &world, int rank, bool async);
   ~CheckpointWriter();
-  /// Allocates the host snapshot for `state` (before the first step: the
-  /// memory is then not faulted in during one).
-  void reserve(const TrainState &state);
+  /// Before the first step (every rank): allocates the host snapshot for
+  /// `state` (its memory then not faulted in during a step) and takes the
+  /// folder's lock.
+  llvm::Error reserve(const TrainState &state);
   /// Saves `state` as checkpoint state.progress.step; every rank calls it
   /// after the same step. Waits for the previous save first.
   llvm::Error save(const TrainState &state, const CheckpointRun &run);
@@ -112,6 +113,7 @@ private:
   llvm::Error writeIndex();
   llvm::Error removeOld();
   llvm::Error lockFolder();
+  void reserveSnapshot(const TrainState &state);
   void killForTest(llvm::StringRef phase) const;
   std::string dir_;
   int keep_;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace partita::rt {
@@ -64,6 +65,14 @@ llvm::Error checkCheckpointDir(llvm::StringRef dir, llvm::ArrayRef<int64_t> step
     if (!inner && first != llvm::sys::fs::directory_iterator() && !llvm::sys::fs::exists(join(it->path(), kPartialMarker)))
       return fail("--save " + dir + " holds " + name + ", which is no unfinished save of Partita's (no " +
                   kPartialMarker + "): remove it yourself");
+  }
+  // A run that saves here now holds the lock (CheckpointWriter).
+  if (int fd = ::open(join(dir, kSaveLock).c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0; // shared: launchers probing at once do not clash
+    ::close(fd);
+    if (held)
+      return fail("--save " + dir + ": another run is saving into it (" + join(dir, kSaveLock) +
+                  " is locked); give each run a folder of its own");
   }
   for (int64_t step : steps)
     if (llvm::sys::fs::exists(join(dir, checkpointName(step))))

@@ -248,7 +248,7 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   // The snapshot: the pieces this rank writes, copied as they are now. (On
   // the CPU device the state's buffers are host memory; a device runtime
   // copies them to the host here, issue 26.)
-  reserve(state);
+  reserveSnapshot(state);
   size_t k = 0;
   for (const StateTensor &t : state.tensors())
     if (t.writer && t.box.numel() > 0) {
@@ -262,7 +262,19 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   return llvm::Error::success();
 }
 
-void CheckpointWriter::reserve(const TrainState &state) {
+llvm::Error CheckpointWriter::reserve(const TrainState &state) {
+  reserveSnapshot(state);
+  llvm::Error err = llvm::Error::success();
+  if (rank_ == 0 && lock_ < 0) { // from the start: a second run into the folder stops now
+    if (auto ec = llvm::sys::fs::create_directories(dir_))
+      err = fail("--save " + dir_ + ": " + ec.message());
+    else
+      err = lockFolder();
+  }
+  return agreeOnErrors(*world_, std::move(err), "lock --save " + dir_);
+}
+
+void CheckpointWriter::reserveSnapshot(const TrainState &state) {
   snap_.pieces.clear();
   size_t total = 0;
   for (const StateTensor &t : state.tensors())

@@ -176,7 +176,8 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
     if (auto err = resume())
       return err;
   if (!o_.save.empty())
-    saver_.reserve(state_);
+    if (auto err = saver_.reserve(state_))
+      return err;
   // The sampler goes on from the sequences drawn so far.
   BatchLayout layout{o_.batch, o_.seq, microBatches_, dpSize_, session_.coordinate(mesh_axis::kData),
                      state_.progress.step, state_.progress.samples};

@@ -142,6 +142,13 @@ def saved_weights(folder):
     return out
 
 
+def refused_before_start(p, *words):
+    """The launcher refused it (no rank's error), naming each of `words`."""
+    last = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    return p.returncode != 0 and last.startswith("partita launch: error:") and "rank " not in last.split(":")[1] \
+        and all(w in last for w in words), last
+
+
 def compare_params(a, b, tol, what):
     keys = [k for k in a if tol == 0 or not k.endswith(NOISE)]
     worst = max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-12)) for k in keys)
@@ -230,8 +237,8 @@ elif mode == "keep":
     with open(os.path.join(ckpt, "lock"), "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         p, _, _ = launch("locked", spec, 24, ["--resume", ckpt, "--save", ckpt], ok=False)
-    check(p.returncode != 0 and "another run is saving" in p.stdout,
-          "a folder another run saves into is refused: " + p.stdout.strip().splitlines()[-1])
+    ok, said = refused_before_start(p, "another run is saving")
+    check(ok, "a folder another run saves into is refused before any rank starts: " + said)
     c = os.path.join(work, "foreign")
     os.makedirs(c)
     with open(os.path.join(c, "data.txt"), "w") as f:
@@ -251,18 +258,41 @@ elif mode == "keep":
         byte = f.read(1)
         f.seek(8)
         f.write(bytes([byte[0] ^ 1]))
-    p, _, _ = launch("corrupt", spec, 20, ["--resume", os.path.join(ckpt, "step-00000018")], ok=False)
-    check(p.returncode != 0 and "rank00000.bin" in p.stdout and "hash" in p.stdout,
-          "a corrupted shard is refused: " + [ln for ln in p.stdout.splitlines() if "hash" in ln][:1].__str__())
+    ok, said = refused_before_start(
+        launch("corrupt", spec, 20, ["--resume", os.path.join(ckpt, "step-00000018")], ok=False)[0], "rank00000.bin", "hash")
+    check(ok, "a bit-flipped shard is refused before any rank starts: " + said)
+    step10 = os.path.join(ckpt, "step-00000010")
+    with open(os.path.join(step10, "rank00001.bin"), "r+b") as f:
+        f.truncate(os.path.getsize(os.path.join(step10, "rank00001.bin")) - 4)
+    ok, said = refused_before_start(launch("truncated", spec, 20, ["--resume", step10], ok=False)[0],
+                                    "rank00001.bin", "truncated")
+    check(ok, "a truncated shard is refused before any rank starts: " + said)
+    step8 = os.path.join(ckpt, "step-00000008")
+    os.remove(os.path.join(step8, "rank00001.bin"))
+    ok, said = refused_before_start(launch("missing", spec, 20, ["--resume", step8], ok=False)[0], "rank00001.bin")
+    check(ok, "a missing rank's shard is refused before any rank starts: " + said)
     other = os.path.join(work, "other.json")
     with open(os.path.join(step20, "checkpoint.json")) as f:
         index = json.load(f)
     index["tensors"][0]["shape"] = [s + 1 for s in index["tensors"][0]["shape"]]
     with open(os.path.join(step20, "checkpoint.json"), "w") as f:
         json.dump(index, f)
-    p, _, _ = launch("other", spec, 30, ["--resume", step20], ok=False)
-    check(p.returncode != 0 and index["tensors"][0]["name"] in p.stdout and "another model" in p.stdout,
-          "a checkpoint of another shape is refused: " + [ln for ln in p.stdout.splitlines() if "model" in ln][:1].__str__())
+    ok, said = refused_before_start(launch("other", spec, 30, ["--resume", step20], ok=False)[0],
+                                    index["tensors"][0]["name"], "another model")
+    check(ok, "a checkpoint of another shape is refused before any rank starts: " + said)
+    # Another layout whose shapes do not fit: the fixture at tp 2 against a model of other shapes.
+    other_model = os.path.join(work, "other.onnx")
+    subprocess.run(["/usr/bin/python3", os.path.join(root, "models", "export_gpt.py"), "--d", "48", "--heads", "4",
+                    "--layers", "2", "--vocab", "64", "--seq", "16", "--batch", "2", "-o", other_model],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    other_plan = os.path.join(work, "plan-other")
+    subprocess.run([partita, "compile", other_model, "--train", "--tp", "2", "-o", other_plan], check=True,
+                   stdout=subprocess.DEVNULL)
+    p = subprocess.run([partita, "launch", "-n", "2", other_plan, "--steps", "30", "--output-dir",
+                        os.path.join(work, "res-other-model"), "--resume", os.path.join(ckpt, "step-00000018")] + COMMON,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ok, said = refused_before_start(p, "this plan's is")
+    check(ok, "another model's checkpoint is refused before any rank starts: " + said)
 else:
     raise SystemExit("unknown mode " + mode)
 sys.exit(check.exit_code("check_checkpoint " + mode))
