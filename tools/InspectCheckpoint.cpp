@@ -20,13 +20,6 @@ bool isCheckpointFolder(llvm::StringRef dir) {
   return false;
 }
 
-static std::string shapeText(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 /// Bytes as MB (1e6) with three decimals: the sizes `launch --memory` prints are GB.
 static std::string megabytes(uint64_t bytes) {
   char buf[32];
@@ -80,7 +73,7 @@ int inspectCheckpoint(llvm::StringRef dir, bool all) {
     const auto &t = c->tensors()[i];
     uint64_t bytes = static_cast<uint64_t>(numElements(t.shape)) * dtypeSize(t.dtype);
     os << llvm::format("  %-40s %-7s %-5s %-16s %6zu %12llu\n", t.name.c_str(), t.kind.c_str(),
-                       dtypeName(t.dtype).str().c_str(), shapeText(t.shape).c_str(), t.pieces.size(),
+                       dtypeName(t.dtype).str().c_str(), shapeString(t.shape).c_str(), t.pieces.size(),
                        static_cast<unsigned long long>(bytes));
   }
   if (shown < c->tensors().size())

@@ -6,6 +6,9 @@
 
 namespace partita::rt {
 
+/// `dir`/`name`.
+std::string joinPath(llvm::StringRef dir, llvm::StringRef name);
+
 /// A file being written that reaches the disk whole before close() returns.
 class DurableFile {
 public:

@@ -16,7 +16,7 @@ namespace partita::rt {
 
 static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-static std::string join(llvm::StringRef a, llvm::StringRef b) {
+std::string joinPath(llvm::StringRef a, llvm::StringRef b) {
   llvm::SmallString<256> p(a);
   llvm::sys::path::append(p, b);
   return std::string(p);
@@ -62,36 +62,36 @@ llvm::Error checkCheckpointDir(llvm::StringRef dir, llvm::ArrayRef<int64_t> step
       continue;
     std::error_code inner;
     llvm::sys::fs::directory_iterator first(it->path(), inner);
-    if (!inner && first != llvm::sys::fs::directory_iterator() && !llvm::sys::fs::exists(join(it->path(), kPartialMarker)))
+    if (!inner && first != llvm::sys::fs::directory_iterator() && !llvm::sys::fs::exists(joinPath(it->path(), kPartialMarker)))
       return fail("--save " + dir + " holds " + name + ", which is no unfinished save of Partita's (no " +
                   kPartialMarker + "): remove it yourself");
   }
   // A run that saves here now holds the lock (CheckpointWriter).
-  if (int fd = ::open(join(dir, kSaveLock).c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+  if (int fd = ::open(joinPath(dir, kSaveLock).c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
     bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0; // shared: launchers probing at once do not clash
     ::close(fd);
     if (held)
-      return fail("--save " + dir + ": another run is saving into it (" + join(dir, kSaveLock) +
+      return fail("--save " + dir + ": another run is saving into it (" + joinPath(dir, kSaveLock) +
                   " is locked); give each run a folder of its own");
   }
   for (int64_t step : steps)
-    if (llvm::sys::fs::exists(join(dir, checkpointName(step))))
+    if (llvm::sys::fs::exists(joinPath(dir, checkpointName(step))))
       return fail("--save " + dir + " already holds " + checkpointName(step) +
                   ", which this run would save again: give another folder, or remove it yourself");
   return llvm::Error::success();
 }
 
 llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef path) {
-  if (llvm::sys::fs::exists(join(path, kCheckpointIndex)))
+  if (llvm::sys::fs::exists(joinPath(path, kCheckpointIndex)))
     return path.str();
-  std::string latest = join(path, kLatestFile);
+  std::string latest = joinPath(path, kLatestFile);
   auto buf = llvm::MemoryBuffer::getFile(latest);
   std::string named;
   if (buf) {
     llvm::StringRef name = (*buf)->getBuffer().trim();
     if (!savedEntry(name) || name.endswith(".partial") || name == kLatestFile || name == kSaveLock)
       return fail(latest + " names '" + name + "', which is no checkpoint folder");
-    if (!llvm::sys::fs::exists(join(join(path, name), kCheckpointIndex)))
+    if (!llvm::sys::fs::exists(joinPath(joinPath(path, name), kCheckpointIndex)))
       return fail(latest + " names " + name + ", which has no " + kCheckpointIndex);
     named = name.str();
   }
@@ -102,13 +102,13 @@ llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef path) {
   for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec; it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
     if (savedEntry(name) && name.startswith("step-") && !name.endswith(".partial") && name > newest &&
-        llvm::sys::fs::exists(join(it->path(), kCheckpointIndex)))
+        llvm::sys::fs::exists(joinPath(it->path(), kCheckpointIndex)))
       newest = name.str();
   }
   if (newest.empty())
     return fail("--resume " + path + ": no " + kCheckpointIndex + " (a checkpoint) nor " + kLatestFile +
                 " (a folder of them) there" + (llvm::sys::fs::exists(path) ? "" : ": it does not exist"));
-  return join(path, newest);
+  return joinPath(path, newest);
 }
 
 llvm::Error agreeOnErrors(Communicator &world, llvm::Error err, llvm::StringRef what) {

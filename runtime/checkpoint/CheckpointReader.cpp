@@ -36,13 +36,6 @@ static bool readShape(const llvm::json::Object &o, llvm::StringRef key, Shape &o
   return true;
 }
 
-static std::string shapeText(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 /// The extent of each dimension of the view of `whole` that `outer` gives.
 static Shape viewShape(const Shape &whole, const Shape &outer) {
   Shape v;
@@ -110,7 +103,7 @@ llvm::Expected<SavedCheckpoint> SavedCheckpoint::open(llvm::StringRef folder) {
     if (!name || !kind || !dt || !readShape(*t, "shape", s.shape) || !t->getArray("pieces"))
       return fail(path + ": a tensor entry lacks its name, kind, dtype, shape or pieces");
     if (llvm::any_of(s.shape, [](int64_t n) { return n < 0 || n > (int64_t{1} << 40); }))
-      return fail(path + ": tensor '" + *name + "' has the shape " + shapeText(s.shape));
+      return fail(path + ": tensor '" + *name + "' has the shape " + shapeString(s.shape));
     s.name = name->str();
     s.kind = kind->str();
     s.dtype = *dt;
@@ -139,7 +132,7 @@ llvm::Expected<SavedCheckpoint> SavedCheckpoint::open(llvm::StringRef folder) {
       }
       if (!ok)
         return fail(path + ": a piece of '" + s.name + "' (" + s.kind + ") is malformed or outside " +
-                    shapeText(s.shape));
+                    shapeString(s.shape));
       llvm::SmallString<256> f(folder);
       llvm::sys::path::append(f, *file);
       piece.file = std::string(f);
@@ -202,14 +195,23 @@ static const char *savedKind(StateKind kind) {
   return stateKindName(kind == StateKind::HalfWeight ? StateKind::Weight : kind);
 }
 
-llvm::Error SavedCheckpoint::load(const StateTensor &t) const {
-  llvm::StringRef kind = savedKind(t.kind);
+llvm::Expected<const SavedCheckpoint::Tensor *> SavedCheckpoint::matching(const StateTensor &t,
+                                                                           llvm::StringRef kind) const {
   const Tensor *saved = find(t.name, kind);
   if (!saved)
-    return fail(indexPath_ + " has no " + kind + " of '" + t.name + "': it is of another model");
+    return fail(indexPath_ + " has no " + kind + " of '" + t.name + "', which this plan trains: it is of another model");
   if (saved->shape != t.whole)
-    return fail(indexPath_ + " holds " + kind + " of '" + t.name + "' as " + shapeText(saved->shape) +
-                ", this plan's is " + shapeText(t.whole) + ": it is of another model or another form of it");
+    return fail(indexPath_ + " holds " + kind + " of '" + t.name + "' as " + shapeString(saved->shape) +
+                ", this plan's is " + shapeString(t.whole) + ": it is of another model or another form of it");
+  return saved;
+}
+
+llvm::Error SavedCheckpoint::load(const StateTensor &t) const {
+  llvm::StringRef kind = savedKind(t.kind);
+  auto found = matching(t, kind);
+  if (!found)
+    return found.takeError();
+  const Tensor *saved = *found;
   if (saved->dtype == t.view.dtype)
     return fill(*saved, t, t.view.data);
   bool half = t.view.dtype == DType::BF16 || t.view.dtype == DType::F16;
@@ -236,18 +238,16 @@ llvm::Error SavedCheckpoint::checkPlan(const Plan &plan) const {
     llvm::StringRef kind = savedKind(t.kind);
     if (!seen.insert({t.name, kind.str()}).second)
       continue;
-    const Tensor *saved = find(t.name, kind);
-    if (!saved)
-      return fail(indexPath_ + " has no " + kind + " of '" + t.name + "', which this plan trains: it is of another model");
-    if (saved->shape != t.whole)
-      return fail(indexPath_ + " holds " + kind + " of '" + t.name + "' as " + shapeText(saved->shape) +
-                  ", this plan's is " + shapeText(t.whole) + ": it is of another model or another form of it");
+    auto found = matching(t, kind);
+    if (!found)
+      return found.takeError();
+    const Tensor *saved = *found;
     std::vector<StateBox> boxes;
     for (const Piece &p : saved->pieces)
       boxes.push_back(p.box);
     if (!piecesTile(boxes, t.whole))
       return fail(indexPath_ + ": the pieces of '" + t.name + "' (" + kind + ") do not hold each element of " +
-                  shapeText(t.whole) + " exactly once");
+                  shapeString(t.whole) + " exactly once");
   }
   // Every file there and long enough, then every piece's bytes, a file per thread.
   std::vector<std::string> paths;

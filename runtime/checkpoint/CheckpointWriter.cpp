@@ -30,12 +30,6 @@ namespace partita::rt {
 
 static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-static std::string join(llvm::StringRef a, llvm::StringRef b) {
-  llvm::SmallString<256> p(a);
-  llvm::sys::path::append(p, b);
-  return std::string(p);
-}
-
 static std::string rankFile(int rank, const char *ext) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "rank%05d.%s", rank, ext);
@@ -78,7 +72,7 @@ static llvm::Error removePartial(const std::string &folder) {
   for (const std::string &f : files)
     if (!f.empty())
       llvm::sys::fs::remove(f);
-  llvm::sys::fs::remove(join(folder, kPartialMarker));
+  llvm::sys::fs::remove(joinPath(folder, kPartialMarker));
   if (auto rc = llvm::sys::fs::remove(folder))
     return fail(folder + ": an unfinished save holds files Partita did not write; remove it yourself (" +
                 rc.message() + ")");
@@ -86,7 +80,7 @@ static llvm::Error removePartial(const std::string &folder) {
 }
 
 llvm::Error CheckpointWriter::writeRankFile() {
-  auto bin = DurableFile::create(join(snap_.tmp, rankFile(rank_, "bin")));
+  auto bin = DurableFile::create(joinPath(snap_.tmp, rankFile(rank_, "bin")));
   if (!bin)
     return bin.takeError();
   llvm::json::Array pieces;
@@ -112,7 +106,7 @@ llvm::Error CheckpointWriter::writeRankFile() {
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(pieces));
   os.flush();
-  return writeFileDurably(join(snap_.tmp, rankFile(rank_, "json")), text);
+  return writeFileDurably(joinPath(snap_.tmp, rankFile(rank_, "json")), text);
 }
 
 llvm::Error CheckpointWriter::writeIndex() {
@@ -123,7 +117,7 @@ llvm::Error CheckpointWriter::writeIndex() {
   std::map<std::pair<std::string, std::string>, llvm::json::Object> tensors;
   const int64_t ranks = plan.worldSize();
   for (int r = 0; r < ranks; ++r) {
-    std::string path = join(tmp, rankFile(r, "json"));
+    std::string path = joinPath(tmp, rankFile(r, "json"));
     auto buf = llvm::MemoryBuffer::getFile(path);
     if (!buf)
       return fail("rank " + llvm::Twine(r) + "'s record " + path + " is not there: every rank must see --save " +
@@ -189,10 +183,10 @@ llvm::Error CheckpointWriter::writeIndex() {
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(index)) << "\n";
   os.flush();
-  if (auto err = writeFileDurably(join(tmp, kCheckpointIndex), text))
+  if (auto err = writeFileDurably(joinPath(tmp, kCheckpointIndex), text))
     return err;
   for (int r = 0; r < ranks; ++r) // joined into the index
-    llvm::sys::fs::remove(join(tmp, rankFile(r, "json")));
+    llvm::sys::fs::remove(joinPath(tmp, rankFile(r, "json")));
   return syncFolder(tmp);
 }
 
@@ -207,7 +201,7 @@ CheckpointWriter::~CheckpointWriter() {
 }
 
 llvm::Error CheckpointWriter::lockFolder() {
-  std::string path = join(dir_, kSaveLock);
+  std::string path = joinPath(dir_, kSaveLock);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail(path + ": " + std::strerror(errno));
@@ -224,7 +218,7 @@ llvm::Error CheckpointWriter::lockFolder() {
 llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun &run) {
   plan_ = &state.plan();
   snap_.name = checkpointName(state.progress.step);
-  snap_.final = join(dir_, snap_.name);
+  snap_.final = joinPath(dir_, snap_.name);
   snap_.tmp = snap_.final + ".partial";
   llvm::Error err = llvm::Error::success();
   if (rank_ == 0) {
@@ -240,7 +234,7 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
       if (auto ec = llvm::sys::fs::create_directory(snap_.tmp, /*IgnoreExisting=*/false))
         err = fail(snap_.tmp + ": " + ec.message());
       else
-        err = writeFileDurably(join(snap_.tmp, kPartialMarker), "");
+        err = writeFileDurably(joinPath(snap_.tmp, kPartialMarker), "");
     }
   }
   if (auto e = agreeOnErrors(*world_, std::move(err), "start checkpoint " + snap_.name))
@@ -346,15 +340,15 @@ llvm::Error CheckpointWriter::complete(llvm::Error own) {
       // keeps it to the end, so the next one may remove it.
       if (auto ec = llvm::sys::fs::rename(snap_.tmp, snap_.final))
         err = fail("cannot rename " + snap_.tmp + " to " + snap_.final + ": " + ec.message());
-      else if (llvm::sys::fs::remove(join(snap_.final, kPartialMarker)), !(err = syncFolder(dir_))) {
+      else if (llvm::sys::fs::remove(joinPath(snap_.final, kPartialMarker)), !(err = syncFolder(dir_))) {
         killForTest(":renamed");
         // `latest` moves only now, to a checkpoint that is whole on disk.
-        std::string next = join(dir_, std::string(kLatestFile) + ".partial");
+        std::string next = joinPath(dir_, std::string(kLatestFile) + ".partial");
         llvm::sys::fs::remove(next);
         err = writeFileDurably(next, snap_.name + "\n");
         if (!err) {
-          if (auto ec = llvm::sys::fs::rename(next, join(dir_, kLatestFile)))
-            err = fail("cannot move " + join(dir_, kLatestFile) + ": " + ec.message());
+          if (auto ec = llvm::sys::fs::rename(next, joinPath(dir_, kLatestFile)))
+            err = fail("cannot move " + joinPath(dir_, kLatestFile) + ": " + ec.message());
           else
             err = syncFolder(dir_);
         }
@@ -373,7 +367,7 @@ llvm::Error CheckpointWriter::removeOld() {
     std::string old = saved_.front();
     saved_.erase(saved_.begin());
     // Only the files a checkpoint has; a folder holding more stays.
-    auto buf = llvm::MemoryBuffer::getFile(join(old, kCheckpointIndex));
+    auto buf = llvm::MemoryBuffer::getFile(joinPath(old, kCheckpointIndex));
     if (!buf)
       continue; // gone already, or not ours any more
     auto parsed = llvm::json::parse((*buf)->getBuffer());
@@ -381,9 +375,9 @@ llvm::Error CheckpointWriter::removeOld() {
       continue;
     int64_t ranks = parsed->getAsObject()->getInteger("ranks").getValueOr(0);
     for (int r = 0; r < ranks; ++r)
-      llvm::sys::fs::remove(join(old, rankFile(r, "bin")));
-    llvm::sys::fs::remove(join(old, kPartialMarker)); // a save killed before it went
-    llvm::sys::fs::remove(join(old, kCheckpointIndex));
+      llvm::sys::fs::remove(joinPath(old, rankFile(r, "bin")));
+    llvm::sys::fs::remove(joinPath(old, kPartialMarker)); // a save killed before it went
+    llvm::sys::fs::remove(joinPath(old, kCheckpointIndex));
     if (auto ec = llvm::sys::fs::remove(old))
       llvm::errs() << "partita: --keep " << keep_ << ": left " << old << ": it holds files Partita did not write\n";
   }

@@ -54,6 +54,8 @@ public:
   llvm::Error checkRun(int64_t seed, const CheckpointRun &run) const;
 
 private:
+  /// The saved `kind` of `t`'s tensor, of its whole shape (else an error: another model).
+  llvm::Expected<const Tensor *> matching(const StateTensor &t, llvm::StringRef kind) const;
   llvm::Error fill(const Tensor &saved, const StateTensor &want, void *dst) const;
   std::string folder_, indexPath_;
   TrainProgress progress_;
