@@ -247,9 +247,11 @@ llvm::Error StageRun::backward(int step, int64_t micro) {
   auto outs = p_.backward->run(feeds);
   if (!outs)
     return outs.takeError();
-  if (step == 1 && micro == 0)
+  if (!sizesChecked_) { // the run's first backward (a resumed run's starts after step 1)
     if (auto err = grads_->checkSizes(*outs))
       return err;
+    sizesChecked_ = true;
+  }
   grads_->afterGradients(micro, *outs);
   profile_.phase("backward");
   trace_.slice("backward" + chunkSuffix(), micro, "compute", t1, Clock::now());

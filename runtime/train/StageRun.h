@@ -138,6 +138,7 @@ private:
     std::vector<TensorView> outputs;
   };
   std::map<int64_t, InFlight> inFlight_;
+  bool sizesChecked_ = false; // the gradients' sizes, checked once
 };
 
 } // namespace partita::rt
