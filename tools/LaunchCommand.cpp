@@ -261,8 +261,7 @@ static llvm::Error checkTokenInputs(const Plan &plan, const llvm::StringMap<Tens
 
 /// The flags of a launch, checked before any rank starts; each error names
 /// its flag.
-/// --save, --save-interval, --keep and --resume: the folder takes the
-/// checkpoints this run will save, the resumed one leaves steps to train.
+/// --save-interval, --keep and --blocking-save go with --save.
 static llvm::Error checkCheckpointFlags() {
   const rt::TrainOptions &t = opts.train;
   for (const cl::Option *flag : std::initializer_list<const cl::Option *>{&saveInterval, &keep, &blockingSave})
@@ -271,42 +270,38 @@ static llvm::Error checkCheckpointFlags() {
   if (t.saveInterval < 0 || t.keep < 0)
     return fail(llvm::Twine(t.keep < 0 ? "--keep " : "--save-interval ") +
                 llvm::Twine(t.keep < 0 ? t.keep : t.saveInterval) + ": must be >= 0");
+  return llvm::Error::success();
+}
+
+/// Before any rank starts: --resume's checkpoint leaves steps to train and
+/// fits the plan and the run (every tensor the plan trains there in its
+/// shape, every shard file there and whole, its pieces' hashes, the same
+/// --seed and data); --save's folder takes the checkpoints this run will save.
+static llvm::Error checkCheckpoints(const Plan &plan) {
+  const rt::TrainOptions &t = opts.train;
   int64_t first = 0;
   if (!t.resume.empty()) {
     auto folder = rt::resolveCheckpoint(t.resume);
     if (!folder)
       return folder.takeError();
-    auto step = rt::checkpointStep(*folder);
-    if (!step)
-      return step.takeError();
-    if (*step >= t.steps)
-      return fail("--resume " + *folder + " is at step " + llvm::Twine(*step) + ": --steps " + llvm::Twine(t.steps) +
+    auto saved = rt::SavedCheckpoint::open(*folder);
+    if (!saved)
+      return saved.takeError();
+    first = saved->progress().step;
+    if (first >= t.steps)
+      return fail("--resume " + *folder + " is at step " + llvm::Twine(first) + ": --steps " + llvm::Twine(t.steps) +
                   " (the run's total) leaves nothing to train");
-    first = *step;
+    auto tokens = TokenFile::open(t.data, t.dataDtype);
+    if (!tokens)
+      return tokens.takeError();
+    if (auto err = saved->checkRun(t.seed, rt::CheckpointRun{t.data, tokens->size()}))
+      return err;
+    if (auto err = saved->checkPlan(plan))
+      return err;
   }
   if (!t.save.empty())
     return rt::checkCheckpointDir(t.save, rt::checkpointSteps(first, t.steps, t.saveInterval));
   return llvm::Error::success();
-}
-
-/// --resume's checkpoint fits the plan and the run, checked before any rank
-/// starts: every tensor the plan trains there in its shape, every shard
-/// file there and whole (its pieces' hashes), the same --seed and data.
-static llvm::Error checkResume(const Plan &plan) {
-  const rt::TrainOptions &t = opts.train;
-  auto folder = rt::resolveCheckpoint(t.resume);
-  if (!folder)
-    return folder.takeError();
-  auto saved = rt::SavedCheckpoint::open(*folder);
-  if (!saved)
-    return saved.takeError();
-  auto tokens = TokenFile::open(t.data, t.dataDtype);
-  if (!tokens)
-    return tokens.takeError();
-  rt::CheckpointRun run{t.data, tokens->size()};
-  if (auto err = saved->checkRun(t.seed, run))
-    return err;
-  return saved->checkPlan(plan);
 }
 
 static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
@@ -553,8 +548,8 @@ int launchMain(int argc, char **argv) {
     return reportError(tool, std::move(err));
   if (auto err = checkFlags(trainPlan, plan->precision))
     return reportError(tool, std::move(err));
-  if (trainPlan && !opts.train.resume.empty())
-    if (auto err = checkResume(*plan))
+  if (trainPlan)
+    if (auto err = checkCheckpoints(*plan))
       return reportError(tool, std::move(err));
   if (trainPlan) // the schedule's name, and that it runs this plan's model chunks
     if (auto err = rt::checkPipelineSchedule(opts.train.schedule, plan->virtualStages))

@@ -118,7 +118,7 @@ private:
   std::string dir_;
   int keep_;
   Communicator *world_;
-  int rank_, worldSize_ = 0;
+  int rank_;
   bool async_;
   const Plan *plan_ = nullptr;
   Snapshot snap_;
@@ -133,9 +133,6 @@ private:
 /// The checkpoint folder `path` names: itself when it has an index, else the
 /// one its `latest` names.
 llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef path);
-
-/// The step checkpoint `folder` was saved after.
-llvm::Expected<int64_t> checkpointStep(llvm::StringRef folder);
 
 /// Restores `state` (its progress, loss scaler and every registered tensor)
 /// from the checkpoint in `folder` (resolveCheckpoint's); `run` is the

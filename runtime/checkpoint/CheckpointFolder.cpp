@@ -51,13 +51,8 @@ llvm::Error checkCheckpointDir(llvm::StringRef dir, llvm::ArrayRef<int64_t> step
     if (!savedEntry(name))
       return fail("--save " + dir + " holds '" + name +
                   "', which no Partita checkpoint has: give a new or empty folder, or one an earlier --save wrote");
-  }
-  if (ec)
-    return fail("--save " + dir + ": " + ec.message());
-  // An unfinished save is removed by the next save of its step: only one
-  // that is empty or carries Partita's marker.
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
-    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    // An unfinished save is removed by the next save of its step: only one
+    // that is empty or carries Partita's marker.
     if (!name.endswith(".partial") || name.startswith(kLatestFile))
       continue;
     std::error_code inner;
@@ -66,6 +61,8 @@ llvm::Error checkCheckpointDir(llvm::StringRef dir, llvm::ArrayRef<int64_t> step
       return fail("--save " + dir + " holds " + name + ", which is no unfinished save of Partita's (no " +
                   kPartialMarker + "): remove it yourself");
   }
+  if (ec)
+    return fail("--save " + dir + ": " + ec.message());
   // A run that saves here now holds the lock (CheckpointWriter).
   if (int fd = ::open(joinPath(dir, kSaveLock).c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
     bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0; // shared: launchers probing at once do not clash

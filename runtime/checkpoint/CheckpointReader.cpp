@@ -287,13 +287,6 @@ llvm::Error SavedCheckpoint::checkPlan(const Plan &plan) const {
   return llvm::Error::success();
 }
 
-llvm::Expected<int64_t> checkpointStep(llvm::StringRef folder) {
-  auto c = SavedCheckpoint::open(folder);
-  if (!c)
-    return c.takeError();
-  return c->progress().step;
-}
-
 llvm::Error SavedCheckpoint::checkRun(int64_t seed, const CheckpointRun &run) const {
   if (progress_.seed != seed)
     return fail(indexPath_ + " was trained with --seed " + llvm::Twine(progress_.seed) + ", this run has --seed " +

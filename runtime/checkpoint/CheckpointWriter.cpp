@@ -221,12 +221,8 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   snap_.final = joinPath(dir_, snap_.name);
   snap_.tmp = snap_.final + ".partial";
   llvm::Error err = llvm::Error::success();
-  if (rank_ == 0) {
-    if (auto ec = llvm::sys::fs::create_directories(dir_))
-      err = fail("--save " + dir_ + ": " + ec.message());
-    else if (lock_ < 0 && (err = lockFolder()))
-      ;
-    else if (llvm::sys::fs::exists(snap_.final))
+  if (rank_ == 0) { // reserve() made the folder and holds its lock
+    if (llvm::sys::fs::exists(snap_.final))
       err = fail("--save " + dir_ + " already holds " + snap_.name + ": a checkpoint is never replaced");
     else if (llvm::sys::fs::exists(snap_.tmp))
       err = removePartial(snap_.tmp);
@@ -252,7 +248,6 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   snap_.progress = state.progress;
   snap_.scaler = state.scaler ? std::optional<LossScalerState>(state.scaler->state()) : std::nullopt;
   snap_.run = run;
-  worldSize_ = static_cast<int>(plan_->worldSize());
   return llvm::Error::success();
 }
 

@@ -23,22 +23,19 @@ llvm::Error TrainState::add(size_t param, StateKind kind, const TensorView &view
   if (!placed)
     return placed.takeError();
   std::string name = plan_->params[param];
-  bool copy = false; // a stage's copy of a weight an earlier stage holds: the same values, saved once
+  // A stage's copy of a weight an earlier stage holds: the same values, saved once.
+  const Plan::Edge *copyOf = nullptr;
   for (const Plan::Edge &e : plan_->pipelineWeights)
     if (sharedWeightCopy(e.value, e.to) == name)
-      copy = true;
+      copyOf = &e;
   Shape whole = placed->whole;
   StateBox box = placed->box;
-  if (param >= plan_->paramTargets.size() || plan_->paramTargets[param].empty() ||
-      !placeInInitializer(plan_->paramTargets[param].front(), name, whole, box)) {
-    whole = placed->whole;
-    box = placed->box;
-    for (const Plan::Edge &e : plan_->pipelineWeights)
-      if (sharedWeightCopy(e.value, e.to) == name)
-        name = e.value;
-  }
+  if ((param >= plan_->paramTargets.size() || plan_->paramTargets[param].empty() ||
+       !placeInInitializer(plan_->paramTargets[param].front(), name, whole, box)) &&
+      copyOf) // in the parameter's own terms: the copy reads the weight it copies
+    name = copyOf->value;
   tensors_.push_back({std::move(name), kind, view, std::move(whole), std::move(box),
-                      placed->writer && !copy && kind != StateKind::HalfWeight});
+                      placed->writer && !copyOf && kind != StateKind::HalfWeight});
   return llvm::Error::success();
 }
 
