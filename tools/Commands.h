@@ -17,5 +17,7 @@ bool inspectSelected();
 int inspectMain();
 bool mergeSelected();
 int mergeMain();
+bool planSelected();
+int planMain();
 
 } // namespace partita

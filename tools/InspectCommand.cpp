@@ -20,7 +20,7 @@
 #include <set>
 #include "llvm/Support/Format.h"
 #include "tools/InspectCheckpoint.h"
-#include "tools/MemoryPrediction.h"
+#include "planner/MemoryPrediction.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"

@@ -5,6 +5,7 @@
 //   partita launch -n N out/ --input ids=ids.npy --output-dir res/
 //   partita run model.onnx --input ids=ids.npy --output-dir res/ [--threads N]
 //   partita merge model.onnx compiled/ trained/ -o trained.onnx
+//   partita plan model.onnx --devices N [--machine h100-sxm] [--compile -o out/]
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/pass/PassManager.h"
@@ -29,6 +30,8 @@ int main(int argc, char **argv) {
     return inspectMain();
   if (mergeSelected())
     return mergeMain();
-  llvm::errs() << "partita: error: give a subcommand: compile, inspect, launch, run or merge (partita --help)\n";
+  if (planSelected())
+    return planMain();
+  llvm::errs() << "partita: error: give a subcommand: compile, plan, inspect, launch, run or merge (partita --help)\n";
   return 1;
 }

@@ -1,11 +1,11 @@
 //===- MemoryPrediction.cpp -----------------------------------------------===//
-#include "tools/MemoryPrediction.h"
+#include "planner/MemoryPrediction.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "passes/AddOptimizer.h"
 #include "runtime/executor/Program.h"
 #include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/Session.h"
-#include "tools/ToolCommon.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <cmath>
 
@@ -112,7 +112,9 @@ llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &
   if (auto it = sized_.find(rel); it != sized_.end())
     return &it->second;
   // Weights by reference: typed, never read.
-  auto g = importOnnx(inDir(o_.dir, rel), compiledProgramImport(plan_.weightFilePaths()));
+  llvm::SmallString<256> file(o_.dir);
+  llvm::sys::path::append(file, rel);
+  auto g = importOnnx(file, compiledProgramImport(plan_.weightFilePaths()));
   if (!g)
     return g.takeError();
   SizingDevice sizing(o_.device);

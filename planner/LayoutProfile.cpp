@@ -1,0 +1,245 @@
+//===- LayoutProfile.cpp --------------------------------------------------===//
+#include "planner/LayoutProfile.h"
+#include "compiler/plan/Names.h"
+#include "driver/Compile.h"
+#include "passes/AddOptimizer.h"
+#include "planner/MemoryPrediction.h"
+#include "planner/StepSimulation.h"
+#include "runtime/core/DeviceRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include <atomic>
+#include <cmath>
+
+namespace partita::planner {
+
+namespace {
+/// Removes the scratch folder of one layout however profileLayout leaves.
+struct ScratchFolder {
+  std::string path;
+  ~ScratchFolder() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+
+int64_t sequenceLength(const Plan &plan) {
+  for (const TensorSpec &in : plan.inputs) // token ids: [batch, sequence]
+    if (!isFloat(in.type.dtype) && in.type.shape.size() >= 2)
+      return in.type.shape[1];
+  return plan.inputs.empty() || plan.inputs.front().type.shape.empty() ? 1 : plan.inputs.front().type.shape.back();
+}
+
+Mesh meshOf(const Layout &l) { // as compile lays ranks out: pp outermost, tp innermost
+  Mesh mesh;
+  if (l.pp > 1)
+    mesh.axes.push_back(MeshAxis{mesh_axis::kPipeline, l.pp});
+  if (l.dp > 1)
+    mesh.axes.push_back(MeshAxis{mesh_axis::kData, l.dp});
+  mesh.axes.push_back(MeshAxis{mesh_axis::kTensor, l.tp});
+  return mesh;
+}
+
+const char *largestCategory(const rt::MemoryLedger::Bytes &bytes) {
+  size_t best = 0;
+  for (size_t c = 1; c < bytes.size(); ++c)
+    if (bytes[c] > bytes[best])
+      best = c;
+  return rt::memoryCategoryName(static_cast<rt::MemoryCategory>(best));
+}
+} // namespace
+
+llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileContext &ctx) {
+  CompileOptions o;
+  o.model = ctx.model;
+  o.inputShapes = ctx.inputShapes;
+  o.train = true;
+  o.tp = layout.tp;
+  o.pp = layout.pp;
+  o.dp = layout.dp;
+  o.virtualStages = layout.virtualStages;
+  o.zero = layout.zero;
+  o.sequenceParallel = layout.sequenceParallel;
+  o.recompute = layout.recompute;
+  o.precision = layout.precision;
+  auto compiled = compileModel(o);
+  if (!compiled)
+    return compiled.takeError();
+  static std::atomic<int> counter{0};
+  ScratchFolder folder;
+  llvm::SmallString<256> dir(ctx.scratch);
+  llvm::sys::path::append(dir, "layout-" + std::to_string(counter++));
+  folder.path = std::string(dir);
+  if (auto err = writeCompiledPlan(*compiled, dir))
+    return std::move(err);
+  const Plan &plan = compiled->plan;
+  auto device = rt::DeviceRegistry::get().find(ctx.sizingDevice);
+  if (!device)
+    return device.takeError();
+  MemoryPredictionOptions mo;
+  mo.dir = std::string(dir);
+  mo.device = (*device)->kind;
+  mo.microBatches = static_cast<int>(layout.microBatches);
+  mo.schedule = layout.virtualStages > 1 ? "interleaved" : layout.schedule;
+  MemoryPredictor predictor(plan, mo);
+  auto memory = predictor.predict();
+  if (!memory)
+    return memory.takeError();
+
+  LayoutProfile profile;
+  profile.layout = layout;
+  profile.sequenceLength = sequenceLength(plan);
+  const int64_t p = plan.stages();
+  profile.stages.resize(static_cast<size_t>(p));
+  AxisLinks links(plan.mesh, *ctx.machine);
+  for (const RankMemory &m : *memory) {
+    auto it = m.rank->coords.find(mesh_axis::kPipeline);
+    StageProfile &stage = profile.stages[it == m.rank->coords.end() ? 0 : static_cast<size_t>(it->second)];
+    if (m.peak < stage.peak)
+      continue;
+    stage.memory = m.bytes;
+    stage.peak = m.peak;
+    stage.rank = m.rank->rank;
+    stage.gradientBytes = m.sizes.grads;
+    stage.parameterBytes = m.sizes.params;
+    stage.stateBytes = m.sizes.moments + m.sizes.masters;
+  }
+  // Times: each pipeline rank's first rank (its tp and dp peers run the same work).
+  std::vector<bool> timed(static_cast<size_t>(p), false);
+  for (const RankPlan &r : plan.ranks) {
+    auto it = r.coords.find(mesh_axis::kPipeline);
+    const int64_t s = it == r.coords.end() ? 0 : it->second;
+    if (timed[static_cast<size_t>(s)])
+      continue;
+    timed[static_cast<size_t>(s)] = true;
+    StageProfile &stage = profile.stages[static_cast<size_t>(s)];
+    auto timeOf = [&](llvm::StringRef base, int64_t chunk) -> ProgramTime {
+      const Graph *g = predictor.program(r.program(chunkProgram(base.str(), s + chunk * p, plan)));
+      return g ? programTime(*g, *ctx.machine, links) : ProgramTime();
+    };
+    for (int64_t k = 0; k < plan.virtualStages; ++k) {
+      stage.forward.push_back(timeOf(kForwardProgram, k));
+      stage.backward.push_back(timeOf(optimizer_io::kBackward, k));
+      for (const char *base : {optimizer_io::kGradNorm, optimizer_io::kStep}) {
+        ProgramTime t = timeOf(base, k);
+        stage.tail.compute += t.compute;
+        stage.tail.productFlops += t.productFlops;
+        for (const auto &[axis, sec] : t.collectives)
+          stage.tail.collectives[axis] += sec;
+        for (const auto &[axis, sec] : t.reductions)
+          stage.tail.reductions[axis] += sec;
+      }
+      profile.forwardFlops += stage.forward.back().productFlops * layout.tp;
+      profile.productFlops += (stage.forward.back().productFlops + stage.backward.back().productFlops) * layout.tp;
+    }
+  }
+  return profile;
+}
+
+Prediction predict(const Layout &layout, const LayoutProfile &profile, const ProfileContext &ctx, double memoryCap,
+                   int64_t globalBatch) {
+  const Machine &machine = *ctx.machine;
+  Prediction out;
+  out.layout = layout;
+  const bool exact = profile.layout.dp == layout.dp && profile.layout.zero == layout.zero;
+  out.memoryExact = exact;
+  AxisLinks links(meshOf(layout), machine);
+  const Link &dpLink = links.link(mesh_axis::kData), &ppLink = links.link(mesh_axis::kPipeline);
+  const double d = layout.dp;
+  const int64_t m = layout.microBatches;
+  std::vector<StageTimes> stages;
+  double worstBusy = -1;
+  for (const StageProfile &sp : profile.stages) {
+    StageTimes st;
+    const double chunks = static_cast<double>(sp.forward.size());
+    // ZeRO's data-parallel traffic by formula (a class profile has none):
+    // reductions of the gradients once a step, ZeRO-1/2's gather of the
+    // updated parameters after the step, ZeRO-3's gathers of each chunk's
+    // parameters before its forward and its backward, every micro-batch.
+    double reduce = 0, gatherAfterStep = 0, gatherPerPass = 0;
+    if (!exact && d > 1) {
+      const double g = sp.gradientBytes, w = sp.parameterBytes;
+      reduce = layout.zero == 0 ? dpLink.time(2 * (d - 1) / d * g, 2 * (d - 1)) : dpLink.time((d - 1) / d * g, d - 1);
+      if (layout.zero == 1 || layout.zero == 2)
+        gatherAfterStep = dpLink.time((d - 1) / d * w, d - 1);
+      if (layout.zero == 3)
+        gatherPerPass = dpLink.time((d - 1) / d * w / chunks, d - 1);
+    }
+    double busy = 0, compute = 0, tensor = 0, data = 0;
+    for (size_t k = 0; k < sp.forward.size(); ++k) {
+      const ProgramTime &f = sp.forward[k], &b = sp.backward[k];
+      ChunkTimes c;
+      const double fData = f.collectiveTime(mesh_axis::kData) + gatherPerPass;
+      const double bGather = b.collectiveTime(mesh_axis::kData) - b.reductionTime(mesh_axis::kData) + gatherPerPass;
+      c.forward = f.compute + f.collectiveTime(mesh_axis::kTensor) + fData;
+      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather;
+      // The gradient reduction overlaps the last backward (buckets of 25 MB
+      // go as they fill): what shows is what the compute does not cover, at
+      // least the last bucket's.
+      const double reduction = b.reductionTime(mesh_axis::kData) + reduce / chunks;
+      const double buckets = std::max(1.0, std::ceil(sp.gradientBytes / chunks / 25e6));
+      c.lastBackwardExtra = reduction > 0 ? std::max(reduction - b.compute, reduction / buckets) : 0;
+      c.sendForward = f.sendBytes > 0 ? ppLink.time(f.sendBytes, 1) : 0;
+      c.sendBackward = b.sendBytes > 0 ? ppLink.time(b.sendBytes, 1) : 0;
+      st.chunks.push_back(c);
+      compute += (f.compute + b.compute) * static_cast<double>(m);
+      tensor += (f.collectiveTime(mesh_axis::kTensor) + b.collectiveTime(mesh_axis::kTensor)) * static_cast<double>(m);
+      data += (fData + bGather) * static_cast<double>(m) + c.lastBackwardExtra;
+    }
+    st.tail = sp.tail.total() + gatherAfterStep;
+    stages.push_back(st);
+    busy = compute + tensor + data + st.tail;
+    if (busy > worstBusy) {
+      worstBusy = busy;
+      out.time.compute = compute;
+      out.time.tensorComm = tensor;
+      out.time.dataComm = data + sp.tail.collectiveTime(mesh_axis::kData) + gatherAfterStep;
+      out.time.tail = st.tail;
+    }
+  }
+  rt::PipelineKind kind = rt::PipelineKind::OneFOneB;
+  rt::parsePipelineKind(layout.schedule, kind);
+  SimulatedStep sim = simulateStep(stages, kind, m);
+  out.stepSeconds = sim.seconds;
+  out.time.bubble = std::max(0.0, sim.seconds - worstBusy);
+  const double devices = static_cast<double>(layout.tp) * layout.pp * layout.dp;
+  out.tokensPerSecond = static_cast<double>(globalBatch * profile.sequenceLength) / sim.seconds;
+  const char *key = layout.precision == "fp32" ? "fp32" : layout.precision == "fp16" ? "fp16" : "bf16";
+  auto peak = machine.matmulFlops.find(key);
+  const double peakRate = peak != machine.matmulFlops.end() ? peak->second : machine.matmulFlops.at("fp32");
+  out.mfu = 3 * profile.forwardFlops * static_cast<double>(m) * d / (sim.seconds * devices * peakRate);
+  out.deviceTflops = profile.productFlops * static_cast<double>(m) * d / (sim.seconds * devices) / 1e12;
+
+  // Memory: the fullest rank's; from a class profile, ZeRO's partitions over
+  // dp by formula (moments and masters from stage 1, gradients from 2,
+  // parameters at 3).
+  for (const StageProfile &sp : profile.stages) {
+    rt::MemoryLedger::Bytes bytes = sp.memory;
+    if (!exact && d > 1) {
+      auto part = [&](rt::MemoryCategory c) {
+        size_t &b = bytes[static_cast<size_t>(c)];
+        b = static_cast<size_t>(std::ceil(static_cast<double>(b) / d));
+      };
+      if (layout.zero >= 1)
+        part(rt::MemoryCategory::OptimizerStates);
+      if (layout.zero >= 2)
+        part(rt::MemoryCategory::Gradients);
+      if (layout.zero >= 3)
+        part(rt::MemoryCategory::Parameters);
+    }
+    size_t peakBytes = 0;
+    for (size_t b : bytes)
+      peakBytes += b;
+    if (peakBytes >= out.peak) {
+      out.peak = peakBytes;
+      out.memory = bytes;
+      out.peakRank = sp.rank;
+    }
+  }
+  out.fits = static_cast<double>(out.peak) <= memoryCap;
+  if (!out.fits)
+    out.doesNotFit = largestCategory(out.memory);
+  return out;
+}
+
+} // namespace partita::planner

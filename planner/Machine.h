@@ -1,0 +1,56 @@
+//===- Machine.h - what partita plan predicts for: devices and links ------===//
+//
+// A machine description: one device (dense matrix-product rate per dtype,
+// the rate of everything else, memory bandwidth, memory), how many share a
+// node, and the two links a collective or a pipeline send crosses (within a
+// node, across nodes): bandwidth per device each way and latency (alpha-beta).
+// Each rate comes with the fraction of it large kernels and collectives
+// reach (`*_efficiency`), so a datasheet's peak stays the file's figure and
+// what the prediction assumes is written beside it. JSON, one file per
+// machine (planner/machines/*.json are bundled: `--machine a100-80gb`);
+// `partita plan --calibrate` measures this machine and writes one.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "compiler/ir/DType.h"
+#include "llvm/Support/Error.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace partita::planner {
+
+struct Link {
+  double bandwidth = 0;  // bytes/s per device, each way
+  double latency = 0;    // seconds per message step (alpha)
+  double efficiency = 1; // the share of `bandwidth` a ring collective reaches (bus bandwidth / peak)
+  /// Seconds to move `bytes` over `steps` message steps.
+  double time(double bytes, double steps) const { return steps * latency + bytes / (bandwidth * efficiency); }
+};
+
+struct Machine {
+  std::string name;
+  std::map<std::string, double> matmulFlops; // per dtype name ("fp32", "bf16", "fp16"): FLOP/s
+  double vectorFlops = 0;      // FLOP/s of elementwise and reduction work
+  double memoryBandwidth = 0;  // bytes/s
+  double memoryBytes = 0;      // per device
+  double matmulEfficiency = 1; // the share of the matmul rate large products reach
+  double bandwidthEfficiency = 1;
+  double kernelOverhead = 0;   // seconds a kernel costs beyond its work (launch, dispatch)
+  int devicesPerNode = 1;
+  Link intraNode, interNode;
+  std::vector<std::string> sources; // where each figure comes from
+
+  /// The product rate for operands of `dtype` (bf16/fp16 at their rate,
+  /// float32 at fp32's), efficiency applied.
+  double matmulRate(DType dtype) const;
+  double bandwidth() const { return memoryBandwidth * bandwidthEfficiency; }
+};
+
+/// The bundled descriptions' names (planner/machines/NAME.json).
+std::vector<std::string> bundledMachines();
+/// `spec` is a bundled name or a JSON file; errors name it and what is wrong.
+llvm::Expected<Machine> loadMachine(const std::string &spec);
+llvm::Expected<Machine> parseMachine(llvm::StringRef json, llvm::StringRef origin);
+std::string machineJson(const Machine &m);
+
+} // namespace partita::planner

@@ -1,0 +1,147 @@
+//===- ProgramTime.cpp ----------------------------------------------------===//
+#include "planner/ProgramTime.h"
+#include "planner/MemoryPrediction.h"
+#include "passes/StageCost.h"
+
+namespace partita::planner {
+
+AxisLinks::AxisLinks(const Mesh &mesh, const Machine &machine) : machine_(machine) {
+  int64_t stride = 1; // ranks between neighbours on an axis: the sizes of the axes inside it
+  for (auto it = mesh.axes.rbegin(); it != mesh.axes.rend(); ++it) {
+    const int64_t span = stride * it->size;
+    axes_[it->name] = {it->size, span <= machine.devicesPerNode && machine.devicesPerNode % span == 0};
+    stride = span;
+  }
+}
+
+const Link &AxisLinks::link(llvm::StringRef axis) const { return withinNode(axis) ? machine_.intraNode : machine_.interNode; }
+
+bool AxisLinks::withinNode(llvm::StringRef axis) const {
+  auto it = axes_.find(axis.str());
+  return it == axes_.end() || it->second.second;
+}
+
+int64_t AxisLinks::size(llvm::StringRef axis) const {
+  auto it = axes_.find(axis.str());
+  return it == axes_.end() ? 1 : it->second.first;
+}
+
+namespace {
+double bytesOf(const Value *v) {
+  return v ? static_cast<double>(v->type().numel()) * static_cast<double>(dtypeSize(v->type().dtype)) : 0;
+}
+
+bool isFree(const Node &n) {
+  for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Constant", "Weight", "Shape"})
+    if (n.is(op))
+      return true;
+  return n.is("Recv", "partita") || n.is("Send", "partita");
+}
+
+/// Ops a fusing runtime runs as one pass with their elementwise neighbours.
+bool isElementwise(const Node &n) {
+  static const char *ops[] = {"Add", "Sub", "Mul", "Div", "Neg", "Cast", "Where", "Sqrt", "Reciprocal", "Tanh",
+                              "Exp", "Log", "Pow", "Relu", "Erf", "Sigmoid", "Abs", "Max", "Min", "Equal", "Less",
+                              "Greater", "LessOrEqual", "GreaterOrEqual", "Or", "And", "Not", "Clip"};
+  for (const char *op : ops)
+    if (n.is(op))
+      return true;
+  return n.is("FastGelu", "partita") || n.is("Gelu");
+}
+
+bool isProduct(const Node &n) { return n.is("MatMul") || n.is("Gemm") || n.is("Linear", "partita"); }
+
+/// The half type `v` was widened from (a Cast of a bf16 or fp16 value,
+/// possibly through a Transpose), or float32's.
+DType storedType(const Value *v) {
+  const Node *def = v ? v->definingNode() : nullptr;
+  if (def && def->is("Transpose"))
+    def = def->input(0)->definingNode();
+  if (def && def->is("Cast") && isHalfFloat(def->input(0)->type().dtype))
+    return def->input(0)->type().dtype;
+  return v ? v->type().dtype : DType::F32;
+}
+
+/// A widening Cast whose every reader is a product: a runtime with a half
+/// GEMM reads the half operand itself (the CPU's FusionPlan does).
+bool widensForProducts(const Node &n) {
+  if (!n.is("Cast") || !isHalfFloat(n.input(0)->type().dtype))
+    return false;
+  for (const Node *user : n.output()->users())
+    if (!isProduct(*user) && !(user->is("Transpose") && llvm::all_of(user->output()->users(), [](const Node *u) {
+          return isProduct(*u);
+        })))
+      return false;
+  return true;
+}
+
+/// The dtype a product runs in: half when both operands are stored half.
+DType productType(const Node &n) {
+  DType a = storedType(n.input(0)), b = n.numInputs() > 1 ? storedType(n.input(1)) : a;
+  return a == b && isHalfFloat(a) ? a : DType::F32;
+}
+} // namespace
+
+double collectiveTime(const Node &n, const AxisLinks &links) {
+  const std::string axis = n.stringAttr("axis", "");
+  const double parts = static_cast<double>(n.intAttr("parts", links.size(axis)));
+  if (parts < 2)
+    return 0;
+  const double steps = (n.op() == "AllReduce" ? 2 : 1) * (parts - 1);
+  return links.link(axis).time(collectiveBytes(n), steps);
+}
+
+ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks &links) {
+  ProgramTime t;
+  const double bandwidth = machine.bandwidth();
+  const double overhead = machine.kernelOverhead;
+  llvm::DenseSet<const Value *> outputs(g.outputs().begin(), g.outputs().end());
+  for (const Node *n : g.nodes()) {
+    if (n->domain() == "partita" && n->hasAttr("parts") && !n->is("ShardSlice", "partita")) {
+      const double seconds = collectiveTime(*n, links);
+      t.collectives[n->stringAttr("axis", "")] += seconds;
+      if (n->op() != "AllGather")
+        t.reductions[n->stringAttr("axis", "")] += seconds;
+      continue;
+    }
+    if (n->is("Send", "partita"))
+      t.sendBytes += bytesOf(n->input(0));
+    if (isFree(*n) || widensForProducts(*n))
+      continue;
+    llvm::DenseSet<const Value *> seen;
+    NodeCost c = forwardCost(*n, seen);
+    if (isProduct(*n)) {
+      t.productFlops += c.flops;
+      t.compute += std::max(c.flops / machine.matmulRate(productType(*n)), c.bytes / bandwidth) + overhead;
+      ++t.kernels;
+      continue;
+    }
+    if (!isElementwise(*n)) {
+      t.compute += std::max(c.flops / machine.vectorFlops, c.bytes / bandwidth) + overhead;
+      ++t.kernels;
+      continue;
+    }
+    // One pass with its elementwise neighbours: only what crosses the chain's edge moves.
+    double moved = 0;
+    for (const Value *in : n->inputs()) {
+      const Node *def = in ? in->definingNode() : nullptr;
+      if (in && !(def && isElementwise(*def)))
+        moved += bytesOf(in);
+    }
+    bool ends = false; // a chain's last node: something else reads its output
+    for (const Value *out : n->outputs()) {
+      bool outside = outputs.count(out) > 0;
+      for (const Node *user : out->users())
+        outside = outside || !isElementwise(*user);
+      if (outside) {
+        moved += bytesOf(out);
+        ends = true;
+      }
+    }
+    t.compute += std::max(c.flops / machine.vectorFlops, moved / bandwidth) + (ends ? overhead : 0);
+    t.kernels += ends;
+  }
+  return t;
+}
+
+} // namespace partita::planner

@@ -1,0 +1,242 @@
+//===- Search.cpp ---------------------------------------------------------===//
+#include "planner/Search.h"
+#include "compiler/onnx/OnnxExport.h"
+#include "compiler/onnx/OnnxImport.h"
+#include "llvm/Support/Path.h"
+#include "passes/LayerNames.h"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace partita::planner {
+
+namespace {
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// What the search needs to know of the model before compiling it.
+struct ModelFacts {
+  int64_t batch = 1;          // the compiled micro-batch size (token ids' first dimension)
+  double parameters = 0;      // elements of its float initializers
+  int64_t layers = 0;         // numbered layers (LayerNames.h)
+  std::vector<std::pair<std::string, Shape>> batchInputs; // inputs whose first dimension is the batch
+  std::string copy; // the model with its inline weights moved to external data, or ""
+};
+
+llvm::Expected<ModelFacts> modelFacts(const ProfileContext &ctx) {
+  ImportOptions opts;
+  for (const std::string &s : ctx.inputShapes)
+    if (auto err = parseInputShape(s, opts))
+      return std::move(err);
+  auto g = importOnnx(ctx.model, opts);
+  if (!g)
+    return g.takeError();
+  ModelFacts f;
+  for (const Value *in : (*g)->inputs())
+    if (!isFloat(in->type().dtype) && in->type().shape.size() >= 2) {
+      f.batch = in->type().shape[0];
+      break;
+    }
+  for (const Value *in : (*g)->inputs())
+    if (!in->type().shape.empty() && in->type().shape[0] == f.batch)
+      f.batchInputs.push_back({in->name(), in->type().shape});
+  std::set<std::string> layers;
+  for (const Node *n : (*g)->nodes()) {
+    if (n->is("Weight") && isFloat(n->output()->type().dtype))
+      f.parameters += static_cast<double>(n->output()->type().numel());
+    std::string key = layerKey(n->name());
+    if (!key.empty())
+      layers.insert(key);
+  }
+  f.layers = static_cast<int64_t>(layers.size());
+  // Weights inside the .onnx: each compile would parse them and write every
+  // rank's shards. One copy with external data instead, which the layouts'
+  // compiles then read by reference (typed, never loaded).
+  double inlineBytes = 0;
+  for (const Node *n : (*g)->nodes())
+    if (n->is("Weight"))
+      if (const WeightRef *ref = (*g)->weights.find(n->stringAttr("name", "")); ref && ref->inlineBytes)
+        inlineBytes += static_cast<double>(ref->inlineBytes->size());
+  if (inlineBytes > (1 << 20)) {
+    llvm::SmallString<256> copy(ctx.scratch);
+    llvm::sys::path::append(copy, "model.onnx");
+    ExportOptions eo;
+    eo.externalDataFile = "model.weights.bin";
+    if (auto err = exportOnnx(**g, copy, eo))
+      return std::move(err);
+    f.copy = std::string(copy);
+  }
+  return f;
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int k = 1; k <= n; ++k)
+    if (n % k == 0)
+      out.push_back(k);
+  return out;
+}
+
+/// A rough relative cost for ordering classes (not a prediction): compute
+/// per device with recompute's extra forward, the pipeline's idle share,
+/// tensor parallelism's collectives (more across nodes).
+double roughCost(const Layout &l, int devicesPerNode) {
+  const double recompute = l.recompute == "full" ? 4.0 / 3 : l.recompute == "selective" ? 1.05 : 1;
+  const double bubble = l.pp > 1 ? static_cast<double>(l.pp - 1) / (l.virtualStages * l.microBatches) : 0;
+  const double tensor = l.tp == 1 ? 1 : l.tp <= devicesPerNode ? 1 + 0.05 * std::log2(l.tp) : 2;
+  const double precision = l.precision == "fp32" ? 4 : 1;
+  return recompute * precision * tensor * (1 + bubble) / (l.tp * l.pp) / static_cast<double>(l.microBatchSize);
+}
+
+bool faster(const Prediction &a, const Prediction &b) { return a.stepSeconds < b.stepSeconds; }
+} // namespace
+
+static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const SearchOptions &o, const ModelFacts &facts0,
+                                           double start);
+
+llvm::Expected<SearchResult> searchLayouts(const ProfileContext &ctx, const SearchOptions &o) {
+  const double start = now();
+  auto facts = modelFacts(ctx);
+  if (!facts)
+    return facts.takeError();
+  ProfileContext local = ctx;
+  if (!facts->copy.empty())
+    local.model = facts->copy;
+  return search(local, o, *facts, start);
+}
+
+static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const SearchOptions &o, const ModelFacts &facts0,
+                                           double start) {
+  const ModelFacts *facts = &facts0;
+  const Machine &machine = *ctx.machine;
+  SearchResult result;
+  auto say = [&](const std::string &line) {
+    if (o.progress)
+      o.progress(line);
+  };
+  std::vector<int64_t> sizes = o.microBatchSizes.empty() ? std::vector<int64_t>{facts->batch} : o.microBatchSizes;
+  result.globalBatch = o.globalBatch > 0 ? o.globalBatch : facts->batch * o.devices;
+  const int maxTp = o.maxTp > 0 ? o.maxTp : machine.devicesPerNode;
+
+  // 1. The classes, each with the dp the devices leave and its micro-batches.
+  std::vector<Layout> classes;
+  for (int tp : divisors(o.devices)) {
+    if (tp > maxTp)
+      continue;
+    for (int pp : divisors(o.devices / tp)) {
+      const int dp = o.devices / (tp * pp);
+      for (int64_t mbs : sizes) {
+        if (result.globalBatch % (static_cast<int64_t>(dp) * mbs) != 0)
+          continue;
+        const int64_t m = result.globalBatch / (dp * mbs);
+        for (int v = 1; v <= (pp > 1 ? o.maxVirtualStages : 1); ++v) {
+          if (v > 1 && (m % pp != 0 || (facts->layers > 0 && facts->layers % (pp * v) != 0)))
+            continue; // interleaving needs micro-batches in multiples of pp, equal layers per chunk
+          for (const std::string &precision : o.precisions)
+            for (const std::string &recompute : o.recomputes) {
+              Layout l;
+              l.tp = tp, l.pp = pp, l.dp = 1, l.virtualStages = v, l.microBatches = m, l.microBatchSize = mbs;
+              l.precision = precision, l.recompute = recompute;
+              l.schedule = v > 1 ? "interleaved" : "1f1b";
+              // Weights alone, partitioned by tp and pp only (ZeRO-3 could
+              // split them further, but every stage gathers a layer whole).
+              const double weightBytes = facts->parameters * (precision == "fp32" ? 4 : 2) / (tp * pp);
+              ++result.classes;
+              if (weightBytes > o.memoryCap) {
+                ++result.skippedForMemory;
+                continue;
+              }
+              classes.push_back(l);
+            }
+        }
+      }
+    }
+  }
+  std::stable_sort(classes.begin(), classes.end(), [&](const Layout &a, const Layout &b) {
+    return roughCost(a, machine.devicesPerNode) < roughCost(b, machine.devicesPerNode);
+  });
+
+  // 2. Profile classes within the budget; predict their variants.
+  std::vector<Prediction> all;
+  std::map<std::string, const LayoutProfile *> profileOf; // layout string -> its class's profile
+  std::vector<std::unique_ptr<LayoutProfile>> profiles;
+  const double budgetEnd = now() + o.budgetSeconds;
+  auto variants = [&](const Layout &cls, const LayoutProfile &profile) {
+    const int dp = o.devices / (cls.tp * cls.pp);
+    for (int zero : o.zeroStages) {
+      if (dp == 1 && zero > 0)
+        continue;
+      std::vector<std::string> schedules = cls.pp == 1 ? std::vector<std::string>{"1f1b"}
+                                           : cls.virtualStages > 1 ? std::vector<std::string>{"interleaved"}
+                                                                   : o.schedules;
+      for (const std::string &schedule : schedules) {
+        Layout l = cls;
+        l.dp = dp, l.zero = zero, l.schedule = schedule;
+        all.push_back(predict(l, profile, ctx, o.memoryCap, result.globalBatch));
+      }
+    }
+  };
+  for (const Layout &cls : classes) {
+    if (result.profiled >= 3 && now() > budgetEnd) {
+      ++result.unexplored;
+      continue;
+    }
+    const double t0 = now();
+    auto profile = profileLayout(cls, ctx);
+    ++result.compiles;
+    if (!profile) {
+      result.failed.push_back({cls, llvm::toString(profile.takeError())});
+      continue;
+    }
+    ++result.profiled;
+    say("compiled " + cls.str() + " in " + std::to_string(now() - t0).substr(0, 4) + " s");
+    profiles.push_back(std::make_unique<LayoutProfile>(std::move(*profile)));
+    variants(cls, *profiles.back());
+  }
+
+  // 3. The best that fit, compiled as they are, until the top K are exact.
+  std::set<std::string> exactDone;
+  for (int round = 0; round < 8; ++round) {
+    std::stable_sort(all.begin(), all.end(), faster);
+    std::vector<size_t> todo;
+    size_t fitting = 0;
+    for (size_t i = 0; i < all.size() && fitting < static_cast<size_t>(o.top); ++i) {
+      if (!all[i].fits)
+        continue;
+      ++fitting;
+      if (!all[i].memoryExact && !exactDone.count(all[i].layout.str()))
+        todo.push_back(i);
+    }
+    if (todo.empty())
+      break;
+    for (size_t i : todo) {
+      Layout l = all[i].layout;
+      exactDone.insert(l.str());
+      auto profile = profileLayout(l, ctx);
+      ++result.compiles;
+      if (!profile) {
+        all[i].error = llvm::toString(profile.takeError());
+        all[i].fits = false;
+        all[i].doesNotFit = "compile";
+        continue;
+      }
+      say("compiled " + l.str() + " as it is");
+      all[i] = predict(l, *profile, ctx, o.memoryCap, result.globalBatch);
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), faster);
+  for (Prediction &p : all) {
+    if (!p.error.empty())
+      result.failed.push_back({p.layout, p.error});
+    else
+      (p.fits ? result.ranked : result.rejected).push_back(std::move(p));
+  }
+  result.seconds = now() - start;
+  return result;
+}
+
+} // namespace partita::planner

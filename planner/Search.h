@@ -1,0 +1,52 @@
+//===- Search.h - partita plan's search over layouts ----------------------===//
+//
+// A layout's class is what it compiles to without ZeRO and the schedule:
+// (tp, pp, virtual stages, recompute, precision, micro-batch size); dp is
+// what the devices leave. The search
+//   1. lists the classes, drops those whose weights alone cannot fit a device
+//      (parameters x their bytes / (tp x pp), ZeRO-3 aside), and orders the
+//      rest by a rough cost (compute per device, the pipeline's bubble, tp
+//      beyond a node);
+//   2. compiles the classes in that order (profileLayout, dp 1) until the
+//      time budget is spent, and predicts each ZeRO stage and schedule of
+//      each from its class (ZeRO by formula);
+//   3. compiles the best predicted layouts that fit exactly, with their own
+//      dp and ZeRO, and predicts them again from their own programs, until
+//      the top K are all exact and fit.
+// Nothing is estimated in the final table: its times and memory come from
+// the layouts' own compiled programs.
+//===----------------------------------------------------------------------===//
+#pragma once
+#include "planner/LayoutProfile.h"
+#include <functional>
+
+namespace partita::planner {
+
+struct SearchOptions {
+  int devices = 1;
+  double memoryCap = 0;     // bytes per device
+  int64_t globalBatch = 0;  // sequences per step (0: the micro-batch size x devices)
+  int top = 5;
+  double budgetSeconds = 60; // for step 2
+  int maxTp = 0;             // 0: the devices of a node
+  std::vector<std::string> precisions{"bf16"}, recomputes{"none", "selective", "full"};
+  std::vector<std::string> schedules{"1f1b", "gpipe"};
+  std::vector<int64_t> microBatchSizes; // empty: the model's
+  std::vector<int> zeroStages{0, 1, 2, 3};
+  int maxVirtualStages = 4;
+  /// Called with a line of progress ("compiled tp2 pp1 ...: 1.2 s").
+  std::function<void(const std::string &)> progress;
+};
+
+struct SearchResult {
+  std::vector<Prediction> ranked;   // fit, fastest first (the first `top` exact)
+  std::vector<Prediction> rejected; // do not fit, fastest first
+  std::vector<std::pair<Layout, std::string>> failed; // classes that do not compile, and why
+  int classes = 0, profiled = 0, skippedForMemory = 0, unexplored = 0, compiles = 0;
+  double seconds = 0;
+  int64_t globalBatch = 0;
+};
+
+llvm::Expected<SearchResult> searchLayouts(const ProfileContext &ctx, const SearchOptions &options);
+
+} // namespace partita::planner

@@ -1,0 +1,148 @@
+//===- Calibrate.cpp ------------------------------------------------------===//
+#include "tools/Calibrate.h"
+#include "compiler/ir/Parser.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/HeapSettings.h"
+#include "tools/ToolCommon.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
+#include <chrono>
+#include <mpi.h>
+#include <omp.h>
+#include <thread>
+#include <unistd.h>
+
+namespace partita {
+
+namespace {
+/// The median milliseconds of running IR `text` on inputs of zeros.
+llvm::Expected<double> medianMillis(const std::string &text, int repeat) {
+  auto g = parseGraph(text, "calibrate");
+  if (!g)
+    return g.takeError();
+  llvm::StringMap<Tensor> inputs;
+  for (const Value *in : (*g)->inputs())
+    inputs[in->name()] = Tensor::zeros(in->type().dtype, in->type().shape);
+  RunOptions ro;
+  ro.repeat = repeat;
+  auto r = runOnDevice(**g, inputs, ro);
+  if (!r)
+    return r.takeError();
+  return r->millis[r->millis.size() / 2];
+}
+} // namespace
+
+llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
+                                                      const std::function<void(const std::string &)> &progress) {
+  planner::Machine m;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = std::max(1, cores / std::max(1, devicesPerNode));
+  omp_set_num_threads(threads);
+  m.devicesPerNode = devicesPerNode;
+  m.name = "this machine, measured by partita plan --calibrate (" + std::to_string(devicesPerNode) +
+           " rank(s) per node, " + std::to_string(threads) + " thread(s) each)";
+  // Products.
+  const double productFlops = 2.0 * 1024 * 1024 * 4096;
+  auto fp32 = medianMillis("graph @mm(%a: f32[1024,1024], %b: f32[1024,4096]) -> (%c) {\n"
+                           "  %c = MatMul(%a, %b) : f32[1024,4096]\n}\n",
+                           9);
+  if (!fp32)
+    return fp32.takeError();
+  m.matmulFlops["fp32"] = productFlops / (*fp32 / 1e3);
+  auto bf16 = medianMillis("graph @mm(%a: bf16[1024,1024], %b: bf16[1024,4096]) -> (%c) {\n"
+                           "  %aw = Cast(%a) {to = 1} : f32[1024,1024]\n"
+                           "  %bw = Cast(%b) {to = 1} : f32[1024,4096]\n"
+                           "  %c = MatMul(%aw, %bw) : f32[1024,4096]\n}\n",
+                           9);
+  if (!bf16)
+    return bf16.takeError();
+  m.matmulFlops["bf16"] = productFlops / (*bf16 / 1e3);
+  m.matmulFlops["fp16"] = m.matmulFlops["fp32"]; // no fp16 GEMM on the CPU: widened to float32
+  progress(llvm::formatv("matmul: {0:f1} GFLOP/s float32, {1:f1} GFLOP/s bf16", m.matmulFlops["fp32"] / 1e9,
+                         m.matmulFlops["bf16"] / 1e9)
+               .str());
+  // Memory bandwidth: 64M float32 + 64M float32 -> 64M float32.
+  auto add = medianMillis("graph @add(%a: f32[67108864], %b: f32[67108864]) -> (%c) {\n"
+                          "  %c = Add(%a, %b) : f32[67108864]\n}\n",
+                          5);
+  if (!add)
+    return add.takeError();
+  m.memoryBandwidth = 3.0 * 4 * 67108864 / (*add / 1e3);
+  auto tanh = medianMillis("graph @t(%a: f32[262144]) -> (%c) {\n  %c = Tanh(%a) : f32[262144]\n}\n", 41);
+  if (!tanh)
+    return tanh.takeError();
+  m.vectorFlops = 262144.0 / (*tanh / 1e3);
+  // Kernel overhead: 200 dependent tiny products.
+  std::string chain = "graph @chain(%x0: f32[4,4], %w: f32[4,4]) -> (%x200) {\n";
+  for (int i = 0; i < 200; ++i)
+    chain += "  %x" + std::to_string(i + 1) + " = MatMul(%x" + std::to_string(i) + ", %w) : f32[4,4]\n";
+  chain += "}\n";
+  auto tiny = medianMillis(chain, 21);
+  if (!tiny)
+    return tiny.takeError();
+  m.kernelOverhead = *tiny / 1e3 / 200;
+  progress(llvm::formatv("memory bandwidth {0:f1} GB/s, vector {1:f2} Gelem/s, {2:f1} us per kernel",
+                         m.memoryBandwidth / 1e9, m.vectorFlops / 1e9, m.kernelOverhead * 1e6)
+               .str());
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  m.memoryBytes = static_cast<double>(pages) * static_cast<double>(pageSize) / std::max(1, devicesPerNode);
+
+  // Links: two ranks of this binary under mpirun.
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return fail("mpirun not found on PATH (install openmpi-bin): the links are measured between two MPI ranks");
+  const std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<128> out;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("partita-calibrate", "txt", out))
+    return fail("cannot create a temporary file: " + ec.message());
+  std::vector<llvm::StringRef> args{*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
+                                    "2", self, "plan", "--calibrate-links-worker"};
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out), llvm::None};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*mpirun, args, llvm::None, redirects, 300, 0, &message);
+  auto text = llvm::MemoryBuffer::getFile(out);
+  llvm::sys::fs::remove(out);
+  double latency = 0, bandwidth = 0;
+  if (rc != 0 || !text ||
+      std::sscanf((*text)->getBuffer().str().c_str(), "latency %lf bandwidth %lf", &latency, &bandwidth) != 2)
+    return fail("the link measurement under mpirun failed (exit " + llvm::Twine(rc) + (message.empty() ? "" : ": ") +
+                message + ")");
+  m.intraNode = planner::Link{bandwidth, latency, 1};
+  m.interNode = m.intraNode;
+  progress(llvm::formatv("links: {0:f1} us latency, {1:f2} GB/s", latency * 1e6, bandwidth / 1e9).str());
+  m.sources = {"measured on this machine by partita plan --calibrate: Partita's own CPU kernels and MPI communicator",
+               "inter_node: a single machine has one link; both get the MPI figures measured between two local ranks"};
+  return m;
+}
+
+int calibrateLinksWorker() {
+  rt::keepLargeAllocationsOnTheHeap(); // as a launched rank does
+  MPI_Init(nullptr, nullptr);
+  auto comm = rt::MpiCommunicator::world();
+  auto time = [&](size_t count, int iters) {
+    std::vector<float> buf(count, 1.0f);
+    std::vector<double> seconds;
+    for (int i = 0; i < iters; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      auto t0 = std::chrono::steady_clock::now();
+      llvm::consumeError(comm->allReduce(buf.data(), count, DType::F32));
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    return seconds[seconds.size() / 2];
+  };
+  const int n = comm->size();
+  // A ring all-reduce: 2(n-1) steps, each rank sending 2(n-1)/n of the buffer.
+  const double small = time(2, 200), large = time(size_t(16) << 20, 9); // 8 bytes, 64 MB
+  const double latency = small / (2.0 * (n - 1));
+  const double bandwidth = 2.0 * (n - 1) / n * (64.0 * (1 << 20)) / std::max(1e-9, large - small);
+  if (comm->rank() == 0)
+    std::printf("latency %.9g bandwidth %.9g\n", latency, bandwidth);
+  MPI_Finalize();
+  return 0;
+}
+
+} // namespace partita
