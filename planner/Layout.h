@@ -2,6 +2,7 @@
 #pragma once
 #include "runtime/core/MemoryLedger.h"
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct Prediction {
   double mfu = 0;         // model FLOP (3x the forward's, no recompute) / (time x devices x peak)
   double deviceTflops = 0; // product FLOP run, recompute included, per device per second (Megatron's count)
   TimeBreakdown time;
+  /// The busiest rank's kernel seconds by op type: per micro-batch in its
+  /// forwards and backwards (every chunk), once in its grad_norm and step.
+  std::map<std::string, double> forwardByOp, backwardByOp, tailByOp;
   rt::MemoryLedger::Bytes memory{}; // the fullest rank's, by category
   size_t peak = 0;
   int64_t peakRank = 0;

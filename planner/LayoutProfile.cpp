@@ -120,10 +120,15 @@ llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileC
     for (int64_t k = 0; k < plan.virtualStages; ++k) {
       stage.forward.push_back(timeOf(kForwardProgram, k));
       stage.backward.push_back(timeOf(optimizer_io::kBackward, k));
+      const bool gradNorm = ctx.clipping || layout.precision == "fp16"; // the trainer runs it only then
       for (const char *base : {optimizer_io::kGradNorm, optimizer_io::kStep}) {
+        if (base == optimizer_io::kGradNorm && !gradNorm)
+          continue;
         ProgramTime t = timeOf(base, k);
         stage.tail.compute += t.compute;
         stage.tail.productFlops += t.productFlops;
+        for (const auto &[op, sec] : t.byOp)
+          stage.tail.byOp[op] += sec;
         for (const auto &[axis, sec] : t.collectives)
           stage.tail.collectives[axis] += sec;
         for (const auto &[axis, sec] : t.reductions)
@@ -195,6 +200,14 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       out.time.tensorComm = tensor;
       out.time.dataComm = data + sp.tail.collectiveTime(mesh_axis::kData) + gatherAfterStep;
       out.time.tail = st.tail;
+      out.forwardByOp.clear(), out.backwardByOp.clear();
+      for (size_t k = 0; k < sp.forward.size(); ++k) {
+        for (const auto &[op, sec] : sp.forward[k].byOp)
+          out.forwardByOp[op] += sec;
+        for (const auto &[op, sec] : sp.backward[k].byOp)
+          out.backwardByOp[op] += sec;
+      }
+      out.tailByOp = sp.tail.byOp;
     }
   }
   rt::PipelineKind kind = rt::PipelineKind::OneFOneB;

@@ -19,7 +19,7 @@ namespace partita::planner {
 
 struct StageProfile {
   std::vector<ProgramTime> forward, backward; // per model chunk
-  ProgramTime tail;                           // grad_norm and step, every chunk's
+  ProgramTime tail;                           // the step, every chunk's, and grad_norm when it runs
   rt::MemoryLedger::Bytes memory{};           // the fullest rank on this stage
   size_t peak = 0;
   int64_t rank = 0;                           // that rank
@@ -44,6 +44,7 @@ struct ProfileContext {
   std::string sizingDevice = "cpu";     // whose kernels' workspace the memory counts
   const Machine *machine = nullptr;
   int devices = 1;
+  bool clipping = false; // launch --clip-grad-norm: the grad_norm program runs (it does under fp16's loss scaling too)
 };
 
 llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileContext &ctx);

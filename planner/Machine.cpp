@@ -82,6 +82,10 @@ llvm::Expected<Machine> parseMachine(llvm::StringRef text, llvm::StringRef origi
     return std::move(err);
   if (auto err = number(*device, "memory_bandwidth", "device", origin, m.memoryBandwidth))
     return std::move(err);
+  if (auto err = number(*device, "transcendental_flops", "device", origin, m.transcendentalFlops, false))
+    return std::move(err);
+  if (m.transcendentalFlops == 0) // a GPU's special-function units: a quarter of its fp32 lanes (A100, H100)
+    m.transcendentalFlops = m.vectorFlops / 4;
   if (auto err = number(*device, "matmul_efficiency", "device", origin, m.matmulEfficiency, false))
     return std::move(err);
   if (auto err = number(*device, "bandwidth_efficiency", "device", origin, m.bandwidthEfficiency, false))
@@ -150,6 +154,7 @@ std::string machineJson(const Machine &m) {
       {"device", llvm::json::Object{{"memory_bytes", m.memoryBytes},
                                     {"matmul_flops", std::move(rates)},
                                     {"vector_flops", m.vectorFlops},
+                                    {"transcendental_flops", m.transcendentalFlops},
                                     {"memory_bandwidth", m.memoryBandwidth},
                                     {"matmul_efficiency", m.matmulEfficiency},
                                     {"bandwidth_efficiency", m.bandwidthEfficiency},

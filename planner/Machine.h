@@ -30,7 +30,8 @@ struct Link {
 struct Machine {
   std::string name;
   std::map<std::string, double> matmulFlops; // per dtype name ("fp32", "bf16", "fp16"): FLOP/s
-  double vectorFlops = 0;      // FLOP/s of elementwise and reduction work
+  double vectorFlops = 0;      // elements/s of cheap elementwise and reduction work (an add, a multiply)
+  double transcendentalFlops = 0; // elements/s of tanh, exp, erf, sqrt, division (default: vectorFlops / 4)
   double memoryBandwidth = 0;  // bytes/s
   double memoryBytes = 0;      // per device
   double matmulEfficiency = 1; // the share of the matmul rate large products reach

@@ -51,6 +51,23 @@ bool isElementwise(const Node &n) {
 
 bool isProduct(const Node &n) { return n.is("MatMul") || n.is("Gemm") || n.is("Linear", "partita"); }
 
+/// Ops that cost a special function (or a division) per element written.
+bool isTranscendental(const Node &n) {
+  for (const char *op : {"Tanh", "Exp", "Log", "Pow", "Erf", "Sigmoid", "Sqrt", "Reciprocal", "Div", "Gelu"})
+    if (n.is(op))
+      return true;
+  return n.is("FastGelu", "partita") || n.is("AdamW", "partita");
+}
+
+/// The seconds of arithmetic a non-product node does: its elements written
+/// at the vector rate, or at the transcendental rate (AdamW: a square root
+/// and a division per parameter element).
+double arithmetic(const Node &n, const NodeCost &c, const Machine &m) {
+  if (n.is("AdamW", "partita"))
+    return static_cast<double>(n.input(0)->type().numel()) / m.transcendentalFlops + c.flops / m.vectorFlops;
+  return c.flops / (isTranscendental(n) ? m.transcendentalFlops : m.vectorFlops);
+}
+
 /// The half type `v` was widened from (a Cast of a bf16 or fp16 value,
 /// possibly through a Transpose), or float32's.
 DType storedType(const Value *v) {
@@ -62,9 +79,17 @@ DType storedType(const Value *v) {
   return v ? v->type().dtype : DType::F32;
 }
 
-/// A widening Cast whose every reader is a product: a runtime with a half
-/// GEMM reads the half operand itself (the CPU's FusionPlan does).
-bool widensForProducts(const Node &n) {
+/// A Transpose every reader of which is a product (a GEMM reads it by
+/// strides), or of a product's result that nothing else reads (the GEMM
+/// writes it through strides), or a widening Cast whose every reader is a product (a runtime
+/// with a half GEMM reads the half operand itself; the CPU's FusionPlan does).
+bool readByProducts(const Node &n) {
+  if (n.is("Transpose")) {
+    const Node *def = n.input(0)->definingNode(); // a product writing its result through strides
+    if (def && isProduct(*def) && n.input(0)->users().size() == 1)
+      return true;
+    return !n.output()->users().empty() && llvm::all_of(n.output()->users(), [](const Node *u) { return isProduct(*u); });
+  }
   if (!n.is("Cast") || !isHalfFloat(n.input(0)->type().dtype))
     return false;
   for (const Node *user : n.output()->users())
@@ -106,18 +131,22 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
     }
     if (n->is("Send", "partita"))
       t.sendBytes += bytesOf(n->input(0));
-    if (isFree(*n) || widensForProducts(*n))
+    if (isFree(*n) || readByProducts(*n))
       continue;
     llvm::DenseSet<const Value *> seen;
     NodeCost c = forwardCost(*n, seen);
     if (isProduct(*n)) {
       t.productFlops += c.flops;
-      t.compute += std::max(c.flops / machine.matmulRate(productType(*n)), c.bytes / bandwidth) + overhead;
+      const double seconds = std::max(c.flops / machine.matmulRate(productType(*n)), c.bytes / bandwidth) + overhead;
+      t.compute += seconds;
+      t.byOp[n->op()] += seconds;
       ++t.kernels;
       continue;
     }
     if (!isElementwise(*n)) {
-      t.compute += std::max(c.flops / machine.vectorFlops, c.bytes / bandwidth) + overhead;
+      const double seconds = std::max(arithmetic(*n, c, machine), c.bytes / bandwidth) + overhead;
+      t.compute += seconds;
+      t.byOp[n->op()] += seconds;
       ++t.kernels;
       continue;
     }
@@ -138,7 +167,9 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
         ends = true;
       }
     }
-    t.compute += std::max(c.flops / machine.vectorFlops, moved / bandwidth) + (ends ? overhead : 0);
+    const double seconds = std::max(arithmetic(*n, c, machine), moved / bandwidth) + (ends ? overhead : 0);
+    t.compute += seconds;
+    t.byOp["elementwise"] += seconds;
     t.kernels += ends;
   }
   return t;

@@ -45,6 +45,7 @@ struct ProgramTime {
   double productFlops = 0;     // FLOP in products
   double sendBytes = 0;        // partita.Send bytes per run
   int kernels = 0;
+  std::map<std::string, double> byOp; // kernel seconds per op type (a fused chain under its last op)
   std::map<std::string, double> collectives; // seconds per mesh axis
   std::map<std::string, double> reductions;  // of which all-reduces and reduce-scatters
   double collectiveTime(llvm::StringRef axis) const {

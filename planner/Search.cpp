@@ -124,16 +124,21 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
 
   // 1. The classes, each with the dp the devices leave and its micro-batches.
   std::vector<Layout> classes;
+  auto allowed = [](const std::vector<int> &only, int v) { return only.empty() || llvm::is_contained(only, v); };
   for (int tp : divisors(o.devices)) {
-    if (tp > maxTp)
+    if (tp > maxTp || !allowed(o.tps, tp))
       continue;
     for (int pp : divisors(o.devices / tp)) {
+      if (!allowed(o.pps, pp))
+        continue;
       const int dp = o.devices / (tp * pp);
       for (int64_t mbs : sizes) {
         if (result.globalBatch % (static_cast<int64_t>(dp) * mbs) != 0)
           continue;
         const int64_t m = result.globalBatch / (dp * mbs);
         for (int v = 1; v <= (pp > 1 ? o.maxVirtualStages : 1); ++v) {
+          if (!allowed(o.virtualStages, v))
+            continue;
           if (v > 1 && (m % pp != 0 || (facts->layers > 0 && facts->layers % (pp * v) != 0)))
             continue; // interleaving needs micro-batches in multiples of pp, equal layers per chunk
           for (const std::string &precision : o.precisions)

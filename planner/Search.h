@@ -33,6 +33,7 @@ struct SearchOptions {
   std::vector<std::string> schedules{"1f1b", "gpipe"};
   std::vector<int64_t> microBatchSizes; // empty: the model's
   std::vector<int> zeroStages{0, 1, 2, 3};
+  std::vector<int> tps, pps, virtualStages; // empty: every one that divides (virtual stages: 1..maxVirtualStages)
   int maxVirtualStages = 4;
   /// Called with a line of progress ("compiled tp2 pp1 ...: 1.2 s").
   std::function<void(const std::string &)> progress;

@@ -46,16 +46,16 @@ llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
            " rank(s) per node, " + std::to_string(threads) + " thread(s) each)";
   // Products.
   const double productFlops = 2.0 * 1024 * 1024 * 4096;
-  auto fp32 = medianMillis("graph @mm(%a: f32[1024,1024], %b: f32[1024,4096]) -> (%c) {\n"
-                           "  %c = MatMul(%a, %b) : f32[1024,4096]\n}\n",
+  auto fp32 = medianMillis("graph @mm(%a: f32[1024,1024], %b: f32[1024,4096]) opset 17 {\n"
+                           "  %c = MatMul(%a, %b) : f32[1024,4096]\n  return %c\n}\n",
                            9);
   if (!fp32)
     return fp32.takeError();
   m.matmulFlops["fp32"] = productFlops / (*fp32 / 1e3);
-  auto bf16 = medianMillis("graph @mm(%a: bf16[1024,1024], %b: bf16[1024,4096]) -> (%c) {\n"
+  auto bf16 = medianMillis("graph @mm(%a: bf16[1024,1024], %b: bf16[1024,4096]) opset 17 {\n"
                            "  %aw = Cast(%a) {to = 1} : f32[1024,1024]\n"
                            "  %bw = Cast(%b) {to = 1} : f32[1024,4096]\n"
-                           "  %c = MatMul(%aw, %bw) : f32[1024,4096]\n}\n",
+                           "  %c = MatMul(%aw, %bw) : f32[1024,4096]\n  return %c\n}\n",
                            9);
   if (!bf16)
     return bf16.takeError();
@@ -65,27 +65,34 @@ llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
                          m.matmulFlops["bf16"] / 1e9)
                .str());
   // Memory bandwidth: 64M float32 + 64M float32 -> 64M float32.
-  auto add = medianMillis("graph @add(%a: f32[67108864], %b: f32[67108864]) -> (%c) {\n"
-                          "  %c = Add(%a, %b) : f32[67108864]\n}\n",
+  auto add = medianMillis("graph @add(%a: f32[67108864], %b: f32[67108864]) opset 17 {\n"
+                          "  %c = Add(%a, %b) : f32[67108864]\n  return %c\n}\n",
                           5);
   if (!add)
     return add.takeError();
   m.memoryBandwidth = 3.0 * 4 * 67108864 / (*add / 1e3);
-  auto tanh = medianMillis("graph @t(%a: f32[262144]) -> (%c) {\n  %c = Tanh(%a) : f32[262144]\n}\n", 41);
+  auto tanh = medianMillis("graph @t(%a: f32[262144]) opset 17 {\n  %c = Tanh(%a) : f32[262144]\n  return %c\n}\n", 41);
   if (!tanh)
     return tanh.takeError();
-  m.vectorFlops = 262144.0 / (*tanh / 1e3);
+  m.transcendentalFlops = 262144.0 / (*tanh / 1e3);
+  auto mul = medianMillis("graph @m(%a: f32[262144], %b: f32[262144]) opset 17 {\n"
+                          "  %c = Mul(%a, %b) : f32[262144]\n  return %c\n}\n",
+                          41);
+  if (!mul)
+    return mul.takeError();
+  m.vectorFlops = 262144.0 / (*mul / 1e3);
   // Kernel overhead: 200 dependent tiny products.
-  std::string chain = "graph @chain(%x0: f32[4,4], %w: f32[4,4]) -> (%x200) {\n";
+  std::string chain = "graph @chain(%x0: f32[4,4], %w: f32[4,4]) opset 17 {\n";
   for (int i = 0; i < 200; ++i)
     chain += "  %x" + std::to_string(i + 1) + " = MatMul(%x" + std::to_string(i) + ", %w) : f32[4,4]\n";
-  chain += "}\n";
+  chain += "  return %x200\n}\n";
   auto tiny = medianMillis(chain, 21);
   if (!tiny)
     return tiny.takeError();
   m.kernelOverhead = *tiny / 1e3 / 200;
-  progress(llvm::formatv("memory bandwidth {0:f1} GB/s, vector {1:f2} Gelem/s, {2:f1} us per kernel",
-                         m.memoryBandwidth / 1e9, m.vectorFlops / 1e9, m.kernelOverhead * 1e6)
+  progress(llvm::formatv("memory bandwidth {0:f1} GB/s, vector {1:f2} Gelem/s (a multiply), {2:f2} Gelem/s (tanh), "
+                         "{3:f1} us per kernel",
+                         m.memoryBandwidth / 1e9, m.vectorFlops / 1e9, m.transcendentalFlops / 1e9, m.kernelOverhead * 1e6)
                .str());
   const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   m.memoryBytes = static_cast<double>(pages) * static_cast<double>(pageSize) / std::max(1, devicesPerNode);

@@ -70,6 +70,12 @@ static cl::list<int64_t> microBatchSizes("micro-batch-size",
                                          cl::desc("Micro-batch sizes to consider (the model's batch dimension must "
                                                   "be dynamic; default: the model's)"),
                                          cl::CommaSeparated, cl::sub(planCmd));
+static cl::list<int> tps("tp", cl::desc("Only these tp sizes (default: every one that divides, up to --max-tp)"),
+                         cl::CommaSeparated, cl::sub(planCmd));
+static cl::list<int> pps("pp", cl::desc("Only these pipeline sizes (default: every one that divides)"),
+                         cl::CommaSeparated, cl::sub(planCmd));
+static cl::list<int> virtuals("virtual-stages", cl::desc("Only these virtual-stage counts (default 1..--max-virtual-stages)"),
+                              cl::CommaSeparated, cl::sub(planCmd));
 static cl::opt<int> maxVirtual("max-virtual-stages", cl::desc("Most model chunks per pipeline rank (default 4)"),
                                cl::init(4), cl::sub(planCmd));
 static cl::opt<int> maxTp("max-tp", cl::desc("Largest tp (default: the devices of a node)"), cl::init(0),
@@ -84,6 +90,14 @@ static cl::opt<bool> calibrate("calibrate",
                                         "ranks) and write its description to -o"),
                                cl::sub(planCmd));
 static cl::opt<bool> linksWorker("calibrate-links-worker", cl::Hidden, cl::sub(planCmd));
+static cl::opt<double> clipNorm("clip-grad-norm",
+                                cl::desc("The launch's --clip-grad-norm (> 0: the gradient norm is computed every "
+                                         "step, and timed)"),
+                                cl::init(0), cl::sub(planCmd));
+static cl::opt<bool> explain("explain",
+                             cl::desc("Also print where the best layout's time goes: its busiest rank's kernels by "
+                                      "op type, per micro-batch"),
+                             cl::sub(planCmd));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"), cl::sub(planCmd));
 
 bool planSelected() { return static_cast<bool>(planCmd); }
@@ -225,6 +239,7 @@ int planMain() {
   ctx.scratch = std::string(scratch);
   ctx.machine = &*machine;
   ctx.devices = devices;
+  ctx.clipping = clipNorm > 0;
   planner::SearchOptions so;
   so.devices = devices;
   so.memoryCap = cap;
@@ -242,6 +257,11 @@ int planMain() {
   if (!zeros.empty())
     so.zeroStages = zeros;
   so.microBatchSizes = microBatchSizes;
+  so.tps = tps;
+  so.pps = pps;
+  so.virtualStages = virtuals;
+  if (!virtuals.empty())
+    so.maxVirtualStages = std::max(so.maxVirtualStages, *std::max_element(virtuals.begin(), virtuals.end()));
   if (!quiet)
     so.progress = [](const std::string &line) { llvm::errs() << "partita plan: " << line << "\n"; };
   auto result = planner::searchLayouts(ctx, so);
@@ -290,6 +310,27 @@ int planMain() {
   if (result->ranked.empty())
     return 1;
   const planner::Layout &best = result->ranked.front().layout;
+  if (explain) {
+    const planner::Prediction &p = result->ranked.front();
+    os << "\nwhere #1's time goes (rank " << p.peakRank << "'s stage; ms):\n";
+    for (const auto &[what, ops] : {std::pair<const char *, const std::map<std::string, double> *>{
+                                        "forward, per micro-batch", &p.forwardByOp},
+                                    {"backward, per micro-batch", &p.backwardByOp},
+                                    {"grad_norm and step, per step", &p.tailByOp}}) {
+      std::vector<std::pair<double, std::string>> sorted;
+      for (const auto &[op, sec] : *ops)
+        sorted.push_back({sec, op});
+      std::sort(sorted.rbegin(), sorted.rend());
+      os << "  " << what << ":";
+      for (const auto &[sec, op] : sorted)
+        os << llvm::formatv(" {0} {1:f2},", op, sec * 1e3);
+      os << "\n";
+    }
+    os << llvm::formatv("  step: compute {0:f2}, tp collectives {1:f2}, dp collectives {2:f2}, bubble {3:f2}, "
+                        "grad_norm and step {4:f2}\n",
+                        p.time.compute * 1e3, p.time.tensorComm * 1e3, p.time.dataComm * 1e3, p.time.bubble * 1e3,
+                        p.time.tail * 1e3);
+  }
   os << "\nbest: partita compile " << model << " " << best.compileFlags() << " -o OUT && partita launch -n "
      << devices << " OUT " << best.launchFlags() << "\n";
   if (!compileBest)
