@@ -18,7 +18,8 @@
 //  * a value that only moves rounded elements (the head reshapes and
 //    transposes of q, k, v) gets a cast to the half type in the forward,
 //    which is what is saved, and the backward widens it back.
-// Each copy keeps the original's other attributes (a pipeline stage).
+// Each copy keeps the original's other attributes (a pipeline stage); a
+// backward widening is made on its readers' stage (one per stage that reads).
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "passes/AddOptimizer.h"
@@ -26,6 +27,7 @@
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include <map>
 
 namespace partita {
 
@@ -84,26 +86,38 @@ public:
           h = castOf(g, *n, v, half, /*backward=*/false);
         if (!h)
           continue;
-        Value *wide = castOf(g, *n, h, DType::F32, /*backward=*/true);
-        for (Node *u : readers)
+        // One widening per pipeline stage of the readers, on that stage: a
+        // stage's backward that reads an activation the stage before made
+        // (the one it received) then receives the half value, sent when
+        // that forward made it. Widened on the maker's stage, it would come
+        // from the maker's backward, which waits for this backward's
+        // gradient (under interleaving, a cycle between the ranks).
+        std::map<int64_t, Value *> wideOn; // reader stage (-1: none) -> its widening
+        for (Node *u : readers) {
+          const int64_t stage = u->hasAttr(kStageAttr) ? u->intAttr(kStageAttr, 0) : -1;
+          Value *&wide = wideOn[stage];
+          if (!wide)
+            wide = castOf(g, *n, h, DType::F32, /*backward=*/true, stage);
           for (size_t i = 0; i < u->numInputs(); ++i)
             if (u->input(i) == v)
               u->setInput(i, wide);
+        }
       }
     }
     return g.sortTopologically();
   }
 
 private:
-  /// Cast(v) to `to`, in the forward or the backward, on `like`'s stage.
-  static Value *castOf(Graph &g, const Node &like, Value *v, DType to, bool backward) {
+  /// Cast(v) to `to`, in the forward or the backward, on `like`'s stage (or
+  /// on `stage`, when >= 0).
+  static Value *castOf(Graph &g, const Node &like, Value *v, DType to, bool backward, int64_t stage = -1) {
     const char *suffix = backward ? "widened" : "saved";
     // Named after `like` ("/h.3/attn/Reshape/saved"): in its layer, for recompute{mode=full}.
     Node *c = g.createNode("Cast", {v}, {v->name() + "." + suffix}, "",
                            like.name().empty() ? "" : like.name() + "/" + suffix);
     for (const auto &[k, a] : like.attrs())
       if (k == kStageAttr)
-        c->setAttr(k, a);
+        c->setAttr(k, stage >= 0 ? Attribute::ofInt(stage) : a);
     c->setAttr("to", Attribute::ofInt(dtypeToOnnx(to)));
     if (backward)
       c->setAttr(kProgramAttr, Attribute::ofString(optimizer_io::kBackward));

@@ -101,6 +101,7 @@ llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileC
     stage.peak = m.peak;
     stage.rank = m.rank->rank;
     stage.gradientBytes = m.sizes.grads;
+    stage.gradientElements = m.sizes.gradSums / 4; // summed in float32
     stage.parameterBytes = m.sizes.params;
     stage.stateBytes = m.sizes.moments + m.sizes.masters;
   }
@@ -146,7 +147,10 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
   const Machine &machine = *ctx.machine;
   Prediction out;
   out.layout = layout;
-  const bool exact = profile.layout.dp == layout.dp && profile.layout.zero == layout.zero;
+  // Exact when the profile is this layout's own: a class's (dp 1, ZeRO 0,
+  // 1F1B) differs in its data-parallel traffic and partitions, and in the
+  // micro-batches in flight (memory).
+  const bool exact = profile.layout.str() == layout.str();
   out.memoryExact = exact;
   AxisLinks links(meshOf(layout), machine);
   const Link &dpLink = links.link(mesh_axis::kData), &ppLink = links.link(mesh_axis::kPipeline);
@@ -162,6 +166,11 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
     // updated parameters after the step, ZeRO-3's gathers of each chunk's
     // parameters before its forward and its backward, every micro-batch.
     double reduce = 0, gatherAfterStep = 0, gatherPerPass = 0;
+    // Over several micro-batches the runtime sums each gradient in float32
+    // (GradientAccumulator.h): a pass over them per micro-batch.
+    const double accumulate = m > 1 ? sp.gradientElements * (sp.gradientBytes / std::max(1.0, sp.gradientElements) + 8) /
+                                          machine.bandwidth() / chunks
+                                    : 0;
     if (!exact && d > 1) {
       const double g = sp.gradientBytes, w = sp.parameterBytes;
       reduce = layout.zero == 0 ? dpLink.time(2 * (d - 1) / d * g, 2 * (d - 1)) : dpLink.time((d - 1) / d * g, d - 1);
@@ -177,7 +186,7 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       const double fData = f.collectiveTime(mesh_axis::kData) + gatherPerPass;
       const double bGather = b.collectiveTime(mesh_axis::kData) - b.reductionTime(mesh_axis::kData) + gatherPerPass;
       c.forward = f.compute + f.collectiveTime(mesh_axis::kTensor) + fData;
-      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather;
+      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather + accumulate;
       // The gradient reduction overlaps the last backward (buckets of 25 MB
       // go as they fill): what shows is what the compute does not cover, at
       // least the last bucket's.
@@ -187,7 +196,7 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       c.sendForward = f.sendBytes > 0 ? ppLink.time(f.sendBytes, 1) : 0;
       c.sendBackward = b.sendBytes > 0 ? ppLink.time(b.sendBytes, 1) : 0;
       st.chunks.push_back(c);
-      compute += (f.compute + b.compute) * static_cast<double>(m);
+      compute += (f.compute + b.compute + accumulate) * static_cast<double>(m);
       tensor += (f.collectiveTime(mesh_axis::kTensor) + b.collectiveTime(mesh_axis::kTensor)) * static_cast<double>(m);
       data += (fData + bGather) * static_cast<double>(m) + c.lastBackwardExtra;
     }

@@ -24,6 +24,7 @@ struct StageProfile {
   size_t peak = 0;
   int64_t rank = 0;                           // that rank
   double gradientBytes = 0;                   // the gradients the step reads (its part under ZeRO 2+)
+  double gradientElements = 0;                // their elements
   double parameterBytes = 0;                  // the trained parameters it holds
   double stateBytes = 0;                      // AdamW's moments and fp32 masters
 };

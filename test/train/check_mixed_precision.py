@@ -19,7 +19,10 @@ The half runs must write float32 master weights, most of whose values the half t
 saved activations (plan.json: its forward program's outputs named in schedule.saved) at most
 0.6 of fp32's (half, plus the fp32 loss's values and what else stays fp32).
 
-Usage: check_mixed_precision.py PARTITA FIXTURE.onnx WORK_DIR RANKS [COMPILE_FLAG...]
+Usage: check_mixed_precision.py PARTITA FIXTURE.onnx WORK_DIR RANKS [COMPILE_FLAG...] [--launch LAUNCH_FLAG...]
+
+(--launch: what follows goes to every launch, e.g. --micro-batches 4 --schedule interleaved. A launch
+that does not finish within 10 minutes fails the test: a pipeline that deadlocks is caught here.)
 """
 import csv
 import json
@@ -32,6 +35,10 @@ import numpy as np
 
 partita, fixture, work, ranks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 flags = sys.argv[5:]
+launch_flags = []
+if "--launch" in flags:
+    launch_flags = flags[flags.index("--launch") + 1:]
+    flags = flags[:flags.index("--launch")]
 STEPS, B, T, LR, VOCAB = 50, 2, 16, 1e-2, 64
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}
 
@@ -50,8 +57,8 @@ def train(precision):
     # launch/fp16-overflow.test's.
     scale = ["--initial-scale-power", "8"] if precision == "fp16" else []
     subprocess.run([partita, "launch", "-n", str(ranks), compiled, "--steps", str(STEPS), "--data", tokens,
-                    "--batch", str(B), "--seq", str(T), "--lr", str(LR), "--threads", "1", *scale,
-                    "--output-dir", out], check=True, stdout=subprocess.DEVNULL)
+                    "--batch", str(B), "--seq", str(T), "--lr", str(LR), "--threads", "1", *scale, *launch_flags,
+                    "--output-dir", out], check=True, stdout=subprocess.DEVNULL, timeout=600)
     with open(os.path.join(out, "loss.csv")) as f:
         rows = list(csv.DictReader(f))
     if [int(r["step"]) for r in rows] != list(range(1, STEPS + 1)):
