@@ -64,7 +64,7 @@ bool isTranscendental(const Node &n) {
 /// and a division per parameter element).
 double arithmetic(const Node &n, const NodeCost &c, const Machine &m) {
   if (n.is("AdamW", "partita"))
-    return static_cast<double>(n.input(0)->type().numel()) / m.transcendentalFlops + c.flops / m.vectorFlops;
+    return static_cast<double>(n.output(0)->type().numel()) / m.transcendentalFlops + c.flops / m.vectorFlops;
   return c.flops / (isTranscendental(n) ? m.transcendentalFlops : m.vectorFlops);
 }
 
