@@ -40,6 +40,12 @@ LAYOUTS = [
 ]
 
 
+def sequences(layout):
+    """Sequences per step of a layout line: micro-batches x micro-batch size x dp."""
+    return int(re.search(r"m=(\d+)", layout).group(1)) * int(re.search(r"mbs=(\d+)", layout).group(1)) * \
+        int(re.search(r"dp(\d+)", layout).group(1))
+
+
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if r.returncode != 0:
@@ -67,7 +73,7 @@ def measure(work, model, devices, p, steps=6):
                 "--batch", "4", "--seq", "128", "--threads", "1", "--memory", "--output-dir", res, *p["launch"]])
     peak = max(int(b) for b in re.findall(r"peak [0-9.]+ \(([0-9]+) bytes\)", text)) / 1e6
     rows = list(csv.DictReader(open(f"{res}/loss.csv")))[1:]  # the first step includes set-up
-    tokens = int(re.search(r"m=(\d+)", p["layout"]).group(1)) * 4 * 128 * int(re.search(r"dp(\d+)", p["layout"]).group(1))
+    tokens = sequences(p["layout"]) * 128
     step = statistics.median(tokens / float(r["tokens_per_s"]) * 1000 for r in rows)
     return step, peak
 
@@ -92,7 +98,7 @@ def measured(work):
     cap = 700
     best = predict(model, 2, "", 8, machine, ["--memory-per-device", f"{cap}MB", "--budget", "120"])
     step, peak = measure(work, model, 2, best)
-    fastest = min((s, p["layout"]) for p, s, _, d in rows if d == 2 and "m=%d " % (8 // int(re.search(r"dp(\d+)", p["layout"]).group(1))) in p["layout"] + " ")
+    fastest = min((s, p["layout"]) for p, s, _, d in rows if d == 2 and sequences(p["layout"]) == 8)
     print(f"planner's first on 2 ranks, 8 sequences per step, {cap} MB per rank: {best['layout']}: predicted "
           f"{best['step']:.1f} ms, measured {step:.1f} ms, peak {peak:.1f} MB (cap {cap}: "
           f"{'within' if peak <= cap else 'OVER'}); the fastest measured layout of 8 sequences above: {fastest[1]} "

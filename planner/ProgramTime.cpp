@@ -160,8 +160,8 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
     bool ends = false; // a chain's last node: something else reads its output
     for (const Value *out : n->outputs()) {
       bool outside = outputs.count(out) > 0;
-      for (const Node *user : out->users())
-        outside = outside || !isElementwise(*user);
+      for (const Node *user : out->users()) // a GEMM's operand read is a read from memory
+        outside = outside || !isElementwise(*user) || readByProducts(*user);
       if (outside) {
         moved += bytesOf(out);
         ends = true;

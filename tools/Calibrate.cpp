@@ -33,17 +33,12 @@ llvm::Expected<double> medianMillis(const std::string &text, int repeat) {
     return r.takeError();
   return r->millis[r->millis.size() / 2];
 }
-} // namespace
 
-llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
-                                                      const std::function<void(const std::string &)> &progress) {
+/// The device's rates, measured by this rank with `threads` threads (every
+/// rank of the worker at once: what each of a node's devices gets when all
+/// are busy).
+llvm::Expected<planner::Machine> measureDevice(const std::function<void(const std::string &)> &say) {
   planner::Machine m;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = std::max(1, cores / std::max(1, devicesPerNode));
-  omp_set_num_threads(threads);
-  m.devicesPerNode = devicesPerNode;
-  m.name = "this machine, measured by partita plan --calibrate (" + std::to_string(devicesPerNode) +
-           " rank(s) per node, " + std::to_string(threads) + " thread(s) each)";
   // Products.
   const double productFlops = 2.0 * 1024 * 1024 * 4096;
   auto fp32 = medianMillis("graph @mm(%a: f32[1024,1024], %b: f32[1024,4096]) opset 17 {\n"
@@ -61,7 +56,7 @@ llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
     return bf16.takeError();
   m.matmulFlops["bf16"] = productFlops / (*bf16 / 1e3);
   m.matmulFlops["fp16"] = m.matmulFlops["fp32"]; // no fp16 GEMM on the CPU: widened to float32
-  progress(llvm::formatv("matmul: {0:f1} GFLOP/s float32, {1:f1} GFLOP/s bf16", m.matmulFlops["fp32"] / 1e9,
+  say(llvm::formatv("matmul: {0:f1} GFLOP/s float32, {1:f1} GFLOP/s bf16", m.matmulFlops["fp32"] / 1e9,
                          m.matmulFlops["bf16"] / 1e9)
                .str());
   // Memory bandwidth: 64M float32 + 64M float32 -> 64M float32.
@@ -103,45 +98,75 @@ llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
   if (!tiny)
     return tiny.takeError();
   m.kernelOverhead = *tiny / 1e3 / 200;
-  progress(llvm::formatv("memory bandwidth {0:f1} GB/s, vector {1:f2} Gelem/s (fused multiplies and adds), {2:f2} Gelem/s (tanh), "
+  say(llvm::formatv("memory bandwidth {0:f1} GB/s, vector {1:f2} Gelem/s (fused multiplies and adds), {2:f2} Gelem/s (tanh), "
                          "{3:f1} us per kernel",
                          m.memoryBandwidth / 1e9, m.vectorFlops / 1e9, m.transcendentalFlops / 1e9, m.kernelOverhead * 1e6)
                .str());
-  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-  m.memoryBytes = static_cast<double>(pages) * static_cast<double>(pageSize) / std::max(1, devicesPerNode);
-
-  // Links: two ranks of this binary under mpirun.
-  auto mpirun = llvm::sys::findProgramByName("mpirun");
-  if (!mpirun)
-    return fail("mpirun not found on PATH (install openmpi-bin): the links are measured between two MPI ranks");
-  const std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
-  llvm::SmallString<128> out;
-  if (auto ec = llvm::sys::fs::createTemporaryFile("partita-calibrate", "txt", out))
-    return fail("cannot create a temporary file: " + ec.message());
-  std::vector<llvm::StringRef> args{*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
-                                    "2", self, "plan", "--calibrate-links-worker"};
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out), llvm::None};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*mpirun, args, llvm::None, redirects, 300, 0, &message);
-  auto text = llvm::MemoryBuffer::getFile(out);
-  llvm::sys::fs::remove(out);
-  double latency = 0, bandwidth = 0;
-  if (rc != 0 || !text ||
-      std::sscanf((*text)->getBuffer().str().c_str(), "latency %lf bandwidth %lf", &latency, &bandwidth) != 2)
-    return fail("the link measurement under mpirun failed (exit " + llvm::Twine(rc) + (message.empty() ? "" : ": ") +
-                message + ")");
-  m.intraNode = planner::Link{bandwidth, latency, 1};
-  m.interNode = m.intraNode;
-  progress(llvm::formatv("links: {0:f1} us latency, {1:f2} GB/s", latency * 1e6, bandwidth / 1e9).str());
-  m.sources = {"measured on this machine by partita plan --calibrate: Partita's own CPU kernels and MPI communicator",
-               "inter_node: a single machine has one link; both get the MPI figures measured between two local ranks"};
   return m;
 }
 
-int calibrateLinksWorker() {
+} // namespace
+
+llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
+                                                      const std::function<void(const std::string &)> &progress) {
+  // Everything is measured by ranks of this binary under mpirun, as many as
+  // a node's devices (at least two, for the link), each with its share of
+  // the cores, all at once.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int ranks = std::max(2, devicesPerNode);
+  const int threads = std::max(1, cores / std::max(1, devicesPerNode));
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return fail("mpirun not found on PATH (install openmpi-bin): the machine is measured by MPI ranks");
+  const std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<128> out;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("partita-calibrate", "json", out))
+    return fail("cannot create a temporary file: " + ec.message());
+  const std::string n = std::to_string(ranks), t = std::to_string(threads);
+  std::vector<llvm::StringRef> args{*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n", n,
+                                    self,    "plan",  "--calibrate-worker", "--threads", t};
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out), llvm::None};
+  std::string message;
+  progress("measuring with " + n + " ranks of " + t + " thread(s) under mpirun");
+  int rc = llvm::sys::ExecuteAndWait(*mpirun, args, llvm::None, redirects, 600, 0, &message);
+  auto text = llvm::MemoryBuffer::getFile(out);
+  llvm::sys::fs::remove(out);
+  if (rc != 0 || !text)
+    return fail("the measurement under mpirun failed (exit " + llvm::Twine(rc) + (message.empty() ? "" : ": ") +
+                message + ")");
+  llvm::StringRef printed = (*text)->getBuffer();
+  for (llvm::StringRef line : llvm::split(printed.split("\n{").first, '\n'))
+    if (!line.empty())
+      progress(line.str());
+  auto m = planner::parseMachine(printed.substr(printed.find("\n{") + 1), "the calibration's output");
+  if (!m)
+    return m.takeError();
+  m->devicesPerNode = devicesPerNode;
+  m->name = "this machine, measured by partita plan --calibrate (" + std::to_string(devicesPerNode) +
+            " rank(s) per node, " + t + " thread(s) each)";
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  m->memoryBytes = static_cast<double>(pages) * static_cast<double>(pageSize) / std::max(1, devicesPerNode);
+  m->sources = {"measured on this machine by partita plan --calibrate: Partita's own CPU kernels and MPI communicator, "
+                "every rank measuring at once",
+                "inter_node: a single machine has one link; both get the MPI figures measured between local ranks"};
+  return m;
+}
+
+int calibrateWorker(int threads) {
   rt::keepLargeAllocationsOnTheHeap(); // as a launched rank does
   MPI_Init(nullptr, nullptr);
+  omp_set_num_threads(std::max(1, threads));
   auto comm = rt::MpiCommunicator::world();
+  const bool first = comm->rank() == 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto device = measureDevice([&](const std::string &line) {
+    if (first)
+      std::printf("%s\n", line.c_str());
+  });
+  if (!device) {
+    std::fprintf(stderr, "partita plan --calibrate: rank %d: %s\n", comm->rank(), llvm::toString(device.takeError()).c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   auto time = [&](size_t count, int iters) {
     std::vector<float> buf(count, 1.0f);
     std::vector<double> seconds;
@@ -159,8 +184,15 @@ int calibrateLinksWorker() {
   const double small = time(2, 200), large = time(size_t(16) << 20, 9); // 8 bytes, 64 MB
   const double latency = small / (2.0 * (n - 1));
   const double bandwidth = 2.0 * (n - 1) / n * (64.0 * (1 << 20)) / std::max(1e-9, large - small);
-  if (comm->rank() == 0)
-    std::printf("latency %.9g bandwidth %.9g\n", latency, bandwidth);
+  if (first) {
+    std::printf("links: %.2f us latency, %.2f GB/s (all-reduces of 8 bytes and 64 MB over %d ranks)\n", latency * 1e6,
+                bandwidth / 1e9, n);
+    device->devicesPerNode = n;
+    device->memoryBytes = 1; // the parent fills it in
+    device->intraNode = planner::Link{bandwidth, latency, 1};
+    device->interNode = device->intraNode;
+    std::printf("%s", planner::machineJson(*device).c_str());
+  }
   MPI_Finalize();
   return 0;
 }

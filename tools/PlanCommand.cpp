@@ -89,7 +89,8 @@ static cl::opt<bool> calibrate("calibrate",
                                cl::desc("Measure this machine (matrix products, memory bandwidth, MPI between two "
                                         "ranks) and write its description to -o"),
                                cl::sub(planCmd));
-static cl::opt<bool> linksWorker("calibrate-links-worker", cl::Hidden, cl::sub(planCmd));
+static cl::opt<bool> calibrateWorkerFlag("calibrate-worker", cl::Hidden, cl::sub(planCmd));
+static cl::opt<int> workerThreads("threads", cl::Hidden, cl::init(1), cl::sub(planCmd));
 static cl::opt<double> clipNorm("clip-grad-norm",
                                 cl::desc("The launch's --clip-grad-norm (> 0: the gradient norm is computed every "
                                          "step, and timed)"),
@@ -181,8 +182,8 @@ static int runCalibrate() {
 
 int planMain() {
   const char *tool = "partita plan";
-  if (linksWorker)
-    return calibrateLinksWorker();
+  if (calibrateWorkerFlag)
+    return calibrateWorker(workerThreads);
   if (calibrate)
     return runCalibrate();
   if (model.empty())

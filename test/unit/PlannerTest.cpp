@@ -1,0 +1,151 @@
+// partita plan's pieces against formulas worked out by hand: the pipeline
+// simulation against the GPipe/1F1B step time (m + p - 1)(f + b), a product's
+// and a collective's time against roofline and ring alpha-beta, the links
+// each mesh axis crosses, and the machine file's checks.
+#include "compiler/ir/Parser.h"
+#include "planner/Machine.h"
+#include "planner/ProgramTime.h"
+#include "planner/StepSimulation.h"
+#include <gtest/gtest.h>
+
+using namespace partita;
+using namespace partita::planner;
+
+namespace {
+std::vector<StageTimes> equalStages(int p, int chunks, double f, double b) {
+  std::vector<StageTimes> stages(p);
+  for (StageTimes &s : stages)
+    s.chunks.assign(chunks, ChunkTimes{f, b, 0, 0, 0});
+  return stages;
+}
+
+Machine testMachine() {
+  Machine m;
+  m.matmulFlops = {{"fp32", 100e12}, {"bf16", 400e12}};
+  m.vectorFlops = 10e12;
+  m.transcendentalFlops = 2.5e12;
+  m.memoryBandwidth = 2e12;
+  m.matmulEfficiency = 0.5;
+  m.bandwidthEfficiency = 1;
+  m.kernelOverhead = 1e-6;
+  m.devicesPerNode = 8;
+  m.intraNode = Link{300e9, 5e-6, 0.75};
+  m.interNode = Link{25e9, 10e-6, 1};
+  return m;
+}
+} // namespace
+
+// Every stage equally fast, free sends: GPipe and 1F1B take (m + p - 1)(f + b)
+// (the bubble is (p - 1) / (m + p - 1) of it, Narayanan et al. 2021, eq. 1).
+TEST(StepSimulation, GPipeAndOneFOneBMatchTheBubbleFormula) {
+  for (rt::PipelineKind kind : {rt::PipelineKind::GPipe, rt::PipelineKind::OneFOneB})
+    for (int p : {1, 2, 4})
+      for (int m : {1, 4, 8}) {
+        SimulatedStep s = simulateStep(equalStages(p, 1, 1.0, 2.0), kind, m);
+        EXPECT_NEAR(s.seconds, (m + p - 1) * 3.0, 1e-9) << "p=" << p << " m=" << m;
+        EXPECT_NEAR(s.bubble(), static_cast<double>(p - 1) / (m + p - 1), 1e-9);
+      }
+}
+
+// Interleaved 1F1B with V chunks of 1/V of a stage each: the bubble shrinks
+// to (p - 1)/V stage-times: m(f + b) + (p - 1)(f + b)/V (eq. 2 of the paper).
+TEST(StepSimulation, InterleavedShrinksTheBubbleByTheChunks) {
+  for (int p : {2, 4})
+    for (int v : {2, 4}) {
+      const int m = 2 * p;
+      SimulatedStep s = simulateStep(equalStages(p, v, 1.0 / v, 2.0 / v), rt::PipelineKind::OneFOneB, m);
+      EXPECT_NEAR(s.seconds, m * 3.0 + (p - 1) * 3.0 / v, 1e-9) << "p=" << p << " v=" << v;
+    }
+}
+
+// A send adds its time on the critical path once per stage boundary each
+// way, and the tail comes after the last backward.
+TEST(StepSimulation, SendsAndTailLengthenTheStep) {
+  std::vector<StageTimes> stages = equalStages(2, 1, 1.0, 2.0);
+  for (StageTimes &s : stages) {
+    s.chunks[0].sendForward = s.chunks[0].sendBackward = 0.5;
+    s.tail = 0.25;
+  }
+  // One micro-batch: F0, send, F1, B1, send, B0, tail.
+  EXPECT_NEAR(simulateStep(stages, rt::PipelineKind::OneFOneB, 1).seconds, 1 + 0.5 + 1 + 2 + 0.5 + 2 + 0.25, 1e-9);
+}
+
+TEST(ProgramTime, ProductsAndCollectivesFollowRooflineAndRing) {
+  auto g = parseGraph("graph @g(%x: f32[512,1024], %w: bf16[1024,4096]) opset 17 mesh<tp=4> {\n"
+                      "  %xh = Cast(%x) {to = 16} : bf16[512,1024]\n"
+                      "  %xw = Cast(%xh) {to = 1} : f32[512,1024]\n"
+                      "  %ww = Cast(%w) {to = 1} : f32[1024,4096]\n"
+                      "  %y = MatMul(%xw, %ww) : f32[512,4096]\n"
+                      "  %r = partita.AllReduce(%y) {axis = \"tp\", parts = 4} : f32[512,4096]\n"
+                      "  return %r\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  Machine m = testMachine();
+  Mesh mesh;
+  mesh.axes.push_back(MeshAxis{"tp", 4});
+  AxisLinks links(mesh, m);
+  ProgramTime t = programTime(**g, m, links);
+  // The product reads both operands as bf16 (the widening casts fold into a
+  // half GEMM): 2MNK at the bf16 rate x efficiency, against its bytes.
+  const double flops = 2.0 * 512 * 1024 * 4096;
+  const double bytes = 4.0 * (512 * 1024 + 1024 * 4096 + 512 * 4096); // the node's f32 operands and result
+  EXPECT_DOUBLE_EQ(t.productFlops, flops);
+  const double product = std::max(flops / (400e12 * 0.5), bytes / 2e12) + 1e-6;
+  // The narrowing cast: one pass, its input read and output written (f32 in, bf16 out).
+  const double narrow = std::max(512.0 * 1024 / 10e12, (4.0 + 2.0) * 512 * 1024 / 2e12) + 1e-6;
+  EXPECT_NEAR(t.compute, product + narrow, 1e-12);
+  // Ring all-reduce of 8 MB over 4 ranks in a node: 2(n-1) latencies, 2(n-1)/n of the buffer at 75% of 300 GB/s.
+  const double buffer = 4.0 * 512 * 4096;
+  EXPECT_NEAR(t.collectiveTime("tp"), 6 * 5e-6 + 1.5 * buffer / (300e9 * 0.75), 1e-12);
+  EXPECT_NEAR(t.reductionTime("tp"), t.collectiveTime("tp"), 1e-15);
+}
+
+// Ranks are laid out tp fastest: with 8 devices a node, tp 4 and dp 2 stay
+// within a node, pp 2 spans two.
+TEST(ProgramTime, AxesCrossTheLinkTheirRanksSpan) {
+  Machine m = testMachine();
+  Mesh mesh;
+  mesh.axes.push_back(MeshAxis{"pp", 2});
+  mesh.axes.push_back(MeshAxis{"dp", 2});
+  mesh.axes.push_back(MeshAxis{"tp", 4});
+  AxisLinks links(mesh, m);
+  EXPECT_TRUE(links.withinNode("tp"));
+  EXPECT_TRUE(links.withinNode("dp"));
+  EXPECT_FALSE(links.withinNode("pp"));
+  EXPECT_EQ(&links.link("pp"), &m.interNode);
+  m.devicesPerNode = 4;
+  AxisLinks smaller(mesh, m);
+  EXPECT_FALSE(smaller.withinNode("dp"));
+}
+
+TEST(Machine, BundledDescriptionsLoadAndBadOnesSayWhy) {
+  for (const std::string &name : bundledMachines()) {
+    auto m = loadMachine(name);
+    ASSERT_TRUE(static_cast<bool>(m)) << name << ": " << llvm::toString(m.takeError());
+    EXPECT_GT(m->matmulRate(DType::BF16), m->matmulRate(DType::F32)) << name;
+    EXPECT_FALSE(m->sources.empty()) << name;
+  }
+  auto a100 = loadMachine("a100-80gb");
+  ASSERT_TRUE(static_cast<bool>(a100));
+  EXPECT_DOUBLE_EQ(a100->matmulFlops.at("bf16"), 312e12); // the datasheet's dense figure
+  EXPECT_EQ(a100->devicesPerNode, 8);
+  auto expectError = [](llvm::StringRef json, llvm::StringRef says) {
+    auto m = parseMachine(json, "m.json");
+    ASSERT_FALSE(static_cast<bool>(m));
+    std::string msg = llvm::toString(m.takeError());
+    EXPECT_NE(msg.find(says.str()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("m.json"), std::string::npos) << msg;
+  };
+  expectError("{", "not JSON");
+  expectError("{\"device\": {}}", "memory_bytes");
+  const char *good = "\"memory_bytes\": 1e9, \"vector_flops\": 1e9, \"memory_bandwidth\": 1e9";
+  expectError(std::string("{\"device\": {") + good + "}}", "matmul_flops");
+  expectError(std::string("{\"device\": {") + good + ", \"matmul_flops\": {\"fp32\": 1e9}}}", "devices_per_node");
+  expectError(std::string("{\"device\": {") + good +
+                  ", \"matmul_flops\": {\"fp32\": 1e9}}, \"devices_per_node\": 1, \"intra_node\": {\"bandwidth\": 1, "
+                  "\"latency\": 1, \"efficiency\": 2}, \"inter_node\": {\"bandwidth\": 1, \"latency\": 1}}",
+              "at most 1");
+  auto missing = loadMachine("no-such-machine");
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("a100-80gb"), std::string::npos);
+}
