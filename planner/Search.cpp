@@ -133,8 +133,10 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
         continue;
       const int dp = o.devices / (tp * pp);
       for (int64_t mbs : sizes) {
-        if (result.globalBatch % (static_cast<int64_t>(dp) * mbs) != 0)
+        if (result.globalBatch % (static_cast<int64_t>(dp) * mbs) != 0) {
+          ++result.skippedForBatch;
           continue;
+        }
         const int64_t m = result.globalBatch / (dp * mbs);
         for (int v = 1; v <= (pp > 1 ? o.maxVirtualStages : 1); ++v) {
           if (!allowed(o.virtualStages, v))

@@ -44,6 +44,7 @@ struct SearchResult {
   std::vector<Prediction> rejected; // do not fit, fastest first
   std::vector<std::pair<Layout, std::string>> failed; // classes that do not compile, and why
   int classes = 0, profiled = 0, skippedForMemory = 0, unexplored = 0, compiles = 0;
+  int skippedForBatch = 0; // (tp, pp, micro-batch size) whose dp does not divide the global batch
   double seconds = 0;
   int64_t globalBatch = 0;
 };

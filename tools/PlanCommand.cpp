@@ -121,6 +121,11 @@ static llvm::Expected<double> parseSize(llvm::StringRef text) {
 
 static std::string megabytes(size_t bytes) { return llvm::formatv("{0:f1}", static_cast<double>(bytes) / 1e6).str(); }
 
+/// "85.90 GB", or "0.10 MB" below a gigabyte.
+static std::string capacity(double bytes) {
+  return bytes >= 1e9 ? llvm::formatv("{0:f2} GB", bytes / 1e9).str() : llvm::formatv("{0:f2} MB", bytes / 1e6).str();
+}
+
 static void printTable(llvm::raw_ostream &os, const std::vector<planner::Prediction> &rows, size_t count) {
   char header[256];
   std::snprintf(header, sizeof header, "%-3s %-58s %9s %11s %6s %8s %10s   %s\n", "#", "layout", "step ms", "tokens/s",
@@ -271,16 +276,21 @@ int planMain() {
 
   auto &os = llvm::outs();
   os << "partita plan: " << model << " on " << devices << " device(s) of " << machine->name << " ("
-     << machine->devicesPerNode << " per node), " << llvm::format("%.2f", cap / 1e9) << " GB per device, "
+     << machine->devicesPerNode << " per node), " << capacity(cap) << " per device, "
      << result->globalBatch << " sequences per step\n";
   os << "searched " << result->classes << " layout classes (tp, pp, virtual stages, recompute, precision, "
      << "micro-batch size): " << result->skippedForMemory << " too large for memory by their weights alone, "
      << result->profiled << " compiled and predicted with every ZeRO stage and schedule";
   if (result->unexplored)
     os << ", " << result->unexplored << " left unexplored by --budget " << budget;
+  if (result->skippedForBatch)
+    os << "; " << result->skippedForBatch << " (tp, pp, micro-batch size) whose dp does not divide "
+       << result->globalBatch << " sequences into whole micro-batches";
   os << "; " << result->compiles << " compiles, " << llvm::format("%.1f", result->seconds) << " s\n\n";
-  if (result->ranked.empty()) {
-    os << "no layout fits " << llvm::format("%.2f", cap / 1e9) << " GB per device\n";
+  if (result->ranked.empty() && result->rejected.empty()) {
+    os << "no layout to predict: none compiled (below) or none divides the global batch (--global-batch)\n";
+  } else if (result->ranked.empty()) {
+    os << "no layout fits " << capacity(cap) << " per device\n";
   } else {
     os << "fastest that fit (predicted; peak MB marked ~ is by formula from its class, the rest from the layout's "
           "own programs):\n";
