@@ -68,11 +68,13 @@ double arithmetic(const Node &n, const NodeCost &c, const Machine &m) {
   return c.flops / (isTranscendental(n) ? m.transcendentalFlops : m.vectorFlops);
 }
 
-/// The half type `v` was widened from (a Cast of a bf16 or fp16 value,
-/// possibly through a Transpose), or float32's.
+/// The half type `v` was widened from (a Cast of a bf16 or fp16 value, seen
+/// through reshapes and transposes: views a GEMM reads as they are), or
+/// float32's.
 DType storedType(const Value *v) {
   const Node *def = v ? v->definingNode() : nullptr;
-  if (def && def->is("Transpose"))
+  while (def && (def->is("Transpose") || def->is("Reshape") || def->is("Squeeze") || def->is("Unsqueeze") ||
+                 def->is("Flatten")))
     def = def->input(0)->definingNode();
   if (def && def->is("Cast") && isHalfFloat(def->input(0)->type().dtype))
     return def->input(0)->type().dtype;
