@@ -96,6 +96,8 @@ llvm::Expected<Machine> parseMachine(llvm::StringRef text, llvm::StringRef origi
       return fail(origin, "\"kernel_overhead\" in device must be a number of seconds, at least 0");
     m.kernelOverhead = *d;
   }
+  if (auto b = device->getBoolean("half_gemm_through_reshapes"))
+    m.halfGemmThroughReshapes = *b;
   const llvm::json::Object *rates = device->getObject("matmul_flops");
   if (!rates || rates->empty())
     return fail(origin, "no \"matmul_flops\" object in device (FLOP/s per dtype: fp32, bf16, fp16)");
@@ -158,7 +160,8 @@ std::string machineJson(const Machine &m) {
                                     {"memory_bandwidth", m.memoryBandwidth},
                                     {"matmul_efficiency", m.matmulEfficiency},
                                     {"bandwidth_efficiency", m.bandwidthEfficiency},
-                                    {"kernel_overhead", m.kernelOverhead}}},
+                                    {"kernel_overhead", m.kernelOverhead},
+                                    {"half_gemm_through_reshapes", m.halfGemmThroughReshapes}}},
       {"devices_per_node", m.devicesPerNode},
       {"intra_node", link(m.intraNode)},
       {"inter_node", link(m.interNode)},

@@ -37,6 +37,11 @@ struct Machine {
   double matmulEfficiency = 1; // the share of the matmul rate large products reach
   double bandwidthEfficiency = 1;
   double kernelOverhead = 0;   // seconds a kernel costs beyond its work (launch, dispatch)
+  /// Whether a product of two half values seen through reshapes runs as a
+  /// half GEMM (a GPU library reads the view as it is); Partita's CPU
+  /// runtime fuses a widening only when the product reads it directly or
+  /// through a transpose.
+  bool halfGemmThroughReshapes = true;
   int devicesPerNode = 1;
   Link intraNode, interNode;
   std::vector<std::string> sources; // where each figure comes from

@@ -69,42 +69,55 @@ double arithmetic(const Node &n, const NodeCost &c, const Machine &m) {
 }
 
 /// The half type `v` was widened from (a Cast of a bf16 or fp16 value, seen
-/// through reshapes and transposes: views a GEMM reads as they are), or
-/// float32's.
-DType storedType(const Value *v) {
+/// through transposes and, where the machine's GEMM reads them as they are,
+/// reshapes), or float32's.
+DType storedType(const Value *v, bool throughReshapes) {
   const Node *def = v ? v->definingNode() : nullptr;
-  while (def && (def->is("Transpose") || def->is("Reshape") || def->is("Squeeze") || def->is("Unsqueeze") ||
-                 def->is("Flatten")))
+  while (def && (def->is("Transpose") || (throughReshapes && (def->is("Reshape") || def->is("Squeeze") ||
+                                                               def->is("Unsqueeze") || def->is("Flatten")))))
     def = def->input(0)->definingNode();
   if (def && def->is("Cast") && isHalfFloat(def->input(0)->type().dtype))
     return def->input(0)->type().dtype;
   return v ? v->type().dtype : DType::F32;
 }
 
+bool isView(const Node &n) {
+  return n.is("Reshape") || n.is("Squeeze") || n.is("Unsqueeze") || n.is("Flatten");
+}
+
+/// Whether every reader of `v` is a product, seen through transposes (and,
+/// with `throughReshapes`, reshapes).
+bool onlyProductsRead(const Value *v, bool throughReshapes) {
+  if (v->users().empty())
+    return false;
+  return llvm::all_of(v->users(), [&](const Node *u) {
+    if (isProduct(*u))
+      return true;
+    if (u->is("Transpose") || (throughReshapes && isView(*u)))
+      return u->input(0) == v && onlyProductsRead(u->output(), throughReshapes);
+    return false;
+  });
+}
+
 /// A Transpose every reader of which is a product (a GEMM reads it by
 /// strides), or of a product's result that nothing else reads (the GEMM
-/// writes it through strides), or a widening Cast whose every reader is a product (a runtime
-/// with a half GEMM reads the half operand itself; the CPU's FusionPlan does).
-bool readByProducts(const Node &n) {
+/// writes it through strides), or a widening Cast only products read (a
+/// runtime with a half GEMM reads the half operand itself; the CPU's
+/// FusionPlan does, directly or through a transpose).
+bool readByProducts(const Node &n, bool throughReshapes) {
   if (n.is("Transpose")) {
     const Node *def = n.input(0)->definingNode(); // a product writing its result through strides
     if (def && isProduct(*def) && n.input(0)->users().size() == 1)
       return true;
-    return !n.output()->users().empty() && llvm::all_of(n.output()->users(), [](const Node *u) { return isProduct(*u); });
+    return onlyProductsRead(n.output(), false);
   }
-  if (!n.is("Cast") || !isHalfFloat(n.input(0)->type().dtype))
-    return false;
-  for (const Node *user : n.output()->users())
-    if (!isProduct(*user) && !(user->is("Transpose") && llvm::all_of(user->output()->users(), [](const Node *u) {
-          return isProduct(*u);
-        })))
-      return false;
-  return true;
+  return n.is("Cast") && isHalfFloat(n.input(0)->type().dtype) && onlyProductsRead(n.output(), throughReshapes);
 }
 
 /// The dtype a product runs in: half when both operands are stored half.
-DType productType(const Node &n) {
-  DType a = storedType(n.input(0)), b = n.numInputs() > 1 ? storedType(n.input(1)) : a;
+DType productType(const Node &n, bool throughReshapes) {
+  DType a = storedType(n.input(0), throughReshapes);
+  DType b = n.numInputs() > 1 ? storedType(n.input(1), throughReshapes) : a;
   return a == b && isHalfFloat(a) ? a : DType::F32;
 }
 } // namespace
@@ -133,13 +146,13 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
     }
     if (n->is("Send", "partita"))
       t.sendBytes += bytesOf(n->input(0));
-    if (isFree(*n) || readByProducts(*n))
+    if (isFree(*n) || readByProducts(*n, machine.halfGemmThroughReshapes))
       continue;
     llvm::DenseSet<const Value *> seen;
     NodeCost c = forwardCost(*n, seen);
     if (isProduct(*n)) {
       t.productFlops += c.flops;
-      const double seconds = std::max(c.flops / machine.matmulRate(productType(*n)), c.bytes / bandwidth) + overhead;
+      const double seconds = std::max(c.flops / machine.matmulRate(productType(*n, machine.halfGemmThroughReshapes)), c.bytes / bandwidth) + overhead;
       t.compute += seconds;
       t.byOp[n->op()] += seconds;
       ++t.kernels;
@@ -163,7 +176,7 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
     for (const Value *out : n->outputs()) {
       bool outside = outputs.count(out) > 0;
       for (const Node *user : out->users()) // a GEMM's operand read is a read from memory
-        outside = outside || !isElementwise(*user) || readByProducts(*user);
+        outside = outside || !isElementwise(*user) || readByProducts(*user, machine.halfGemmThroughReshapes);
       if (outside) {
         moved += bytesOf(out);
         ends = true;

@@ -142,6 +142,7 @@ llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
   if (!m)
     return m.takeError();
   m->devicesPerNode = devicesPerNode;
+  m->halfGemmThroughReshapes = false; // the CPU runtime's FusionPlan: a widening read directly or through a transpose
   m->name = "this machine, measured by partita plan --calibrate (" + std::to_string(devicesPerNode) +
             " rank(s) per node, " + t + " thread(s) each)";
   const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);

@@ -149,3 +149,29 @@ TEST(Machine, BundledDescriptionsLoadAndBadOnesSayWhy) {
   ASSERT_FALSE(static_cast<bool>(missing));
   EXPECT_NE(llvm::toString(missing.takeError()).find("a100-80gb"), std::string::npos);
 }
+
+// A product of half values seen through a reshape runs as a half GEMM where
+// the machine's GEMM reads the view (a GPU library), in float32 where it
+// does not (Partita's CPU runtime).
+TEST(ProgramTime, HalfOperandsThroughReshapesFollowTheMachine) {
+  auto g = parseGraph("graph @g(%x: bf16[4,128,1024], %w: bf16[1024,1024]) opset 17 {\n"
+                      "  %xw = Cast(%x) {to = 1} : f32[4,128,1024]\n"
+                      "  %shape = Constant() {value = dense<i64[2]>[512, 1024]} : i64[2]\n"
+                      "  %x2 = Reshape(%xw, %shape) : f32[512,1024]\n"
+                      "  %ww = Cast(%w) {to = 1} : f32[1024,1024]\n"
+                      "  %y = MatMul(%x2, %ww) : f32[512,1024]\n"
+                      "  return %y\n}\n",
+                      "t.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  Machine m = testMachine();
+  m.memoryBandwidth = 1e18; // the products' arithmetic alone
+  m.kernelOverhead = 0;
+  Mesh mesh;
+  AxisLinks links(mesh, m);
+  const double flops = 2.0 * 512 * 1024 * 1024;
+  // The widening read by the reshape is a real pass when the GEMM cannot take
+  // the bf16 operand (its elements at the vector rate).
+  EXPECT_NEAR(programTime(**g, m, links).compute, flops / (400e12 * 0.5), 1e-15);
+  m.halfGemmThroughReshapes = false;
+  EXPECT_NEAR(programTime(**g, m, links).compute, flops / (100e12 * 0.5) + 512.0 * 1024 / 10e12, 1e-15);
+}
