@@ -23,6 +23,7 @@ struct ModelFacts {
   int64_t batch = 1;          // the compiled micro-batch size (token ids' first dimension)
   double parameters = 0;      // elements of its float initializers
   int64_t layers = 0;         // numbered layers (LayerNames.h)
+  int64_t sequence = 1;       // tokens per sequence (the token ids' second dimension)
   std::vector<std::pair<std::string, Shape>> batchInputs; // inputs whose first dimension is the batch
   std::string copy; // the model with its inline weights moved to external data, or ""
 };
@@ -39,6 +40,7 @@ llvm::Expected<ModelFacts> modelFacts(const ProfileContext &ctx) {
   for (const Value *in : (*g)->inputs())
     if (!isFloat(in->type().dtype) && in->type().shape.size() >= 2) {
       f.batch = in->type().shape[0];
+      f.sequence = in->type().shape[1];
       break;
     }
   for (const Value *in : (*g)->inputs())
@@ -81,15 +83,38 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
-/// A rough relative cost for ordering classes (not a prediction): compute
-/// per device with recompute's extra forward, the pipeline's idle share,
-/// tensor parallelism's collectives (more across nodes).
-double roughCost(const Layout &l, int devicesPerNode) {
-  const double recompute = l.recompute == "full" ? 4.0 / 3 : l.recompute == "selective" ? 1.05 : 1;
-  const double bubble = l.pp > 1 ? static_cast<double>(l.pp - 1) / (l.virtualStages * l.microBatches) : 0;
-  const double tensor = l.tp == 1 ? 1 : l.tp <= devicesPerNode ? 1 + 0.05 * std::log2(l.tp) : 2;
-  const double precision = l.precision == "fp32" ? 4 : 1;
-  return recompute * precision * tensor * (1 + bubble) / (l.tp * l.pp) / static_cast<double>(l.microBatchSize);
+/// A rough step time for ordering classes (not a prediction; Megatron's
+/// back-of-the-envelope): every device does 6 P T / N FLOP (a third more
+/// under full recompute) at the matmul rate; the pipeline idles (pp - 1)/(v m)
+/// of it; tp all-reduces a micro-batch's activation (hidden size from P =
+/// 12 L h^2) four times a layer (six with full recompute); dp all-reduces the
+/// stage's gradients once a step, half of it hidden by the backward.
+double roughSeconds(const Layout &l, const ModelFacts &f, const Machine &machine, int devices, int64_t globalBatch) {
+  const double rc = l.recompute == "full" ? 4.0 / 3 : l.recompute == "selective" ? 1.05 : 1;
+  const DType dtype = l.precision == "fp32" ? DType::F32 : DType::BF16;
+  const double bytes = l.precision == "fp32" ? 4 : 2;
+  const double tokens = static_cast<double>(globalBatch) * static_cast<double>(f.sequence);
+  const double compute = 6 * f.parameters * tokens * rc / (devices * machine.matmulRate(dtype));
+  const double bubble = l.pp > 1 ? compute * (l.pp - 1) / (l.virtualStages * static_cast<double>(l.microBatches)) : 0;
+  const int dp = devices / (l.tp * l.pp);
+  Mesh mesh;
+  if (l.pp > 1)
+    mesh.axes.push_back(MeshAxis{"pp", l.pp});
+  if (dp > 1)
+    mesh.axes.push_back(MeshAxis{"dp", dp});
+  mesh.axes.push_back(MeshAxis{"tp", l.tp});
+  AxisLinks links(mesh, machine);
+  const double layers = std::max<double>(1, static_cast<double>(f.layers));
+  const double hidden = std::sqrt(f.parameters / (12 * layers));
+  const double activation = static_cast<double>(l.microBatchSize * f.sequence) * hidden * bytes;
+  double tensor = 0;
+  if (l.tp > 1)
+    tensor = (l.recompute == "full" ? 6 : 4) * layers / l.pp * static_cast<double>(l.microBatches) *
+             links.link("tp").time(2.0 * (l.tp - 1) / l.tp * activation, 2.0 * (l.tp - 1));
+  double data = 0;
+  if (dp > 1)
+    data = 0.5 * links.link("dp").time(2.0 * (dp - 1) / dp * f.parameters * bytes / (l.tp * l.pp), 2.0 * (dp - 1));
+  return compute + bubble + tensor + data;
 }
 
 bool faster(const Prediction &a, const Prediction &b) { return a.stepSeconds < b.stepSeconds; }
@@ -164,7 +189,8 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
     }
   }
   std::stable_sort(classes.begin(), classes.end(), [&](const Layout &a, const Layout &b) {
-    return roughCost(a, machine.devicesPerNode) < roughCost(b, machine.devicesPerNode);
+    return roughSeconds(a, *facts, machine, o.devices, result.globalBatch) <
+           roughSeconds(b, *facts, machine, o.devices, result.globalBatch);
   });
 
   // 2. Profile classes within the budget; predict their variants.

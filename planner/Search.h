@@ -5,8 +5,8 @@
 // what the devices leave. The search
 //   1. lists the classes, drops those whose weights alone cannot fit a device
 //      (parameters x their bytes / (tp x pp), ZeRO-3 aside), and orders the
-//      rest by a rough cost (compute per device, the pipeline's bubble, tp
-//      beyond a node);
+//      rest by a rough step time (Megatron's back-of-the-envelope: 6 P T / N
+//      FLOP per device, the bubble, tp's and dp's all-reduces on their links);
 //   2. compiles the classes in that order (profileLayout, dp 1) until the
 //      time budget is spent, and predicts each ZeRO stage and schedule of
 //      each from its class (ZeRO by formula);
