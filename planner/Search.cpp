@@ -32,7 +32,7 @@ llvm::Expected<ModelFacts> modelFacts(const ProfileContext &ctx) {
   ImportOptions opts;
   for (const std::string &s : ctx.inputShapes)
     if (auto err = parseInputShape(s, opts))
-      return std::move(err);
+      return err;
   auto g = importOnnx(ctx.model, opts);
   if (!g)
     return g.takeError();
@@ -69,7 +69,7 @@ llvm::Expected<ModelFacts> modelFacts(const ProfileContext &ctx) {
     ExportOptions eo;
     eo.externalDataFile = "model.weights.bin";
     if (auto err = exportOnnx(**g, copy, eo))
-      return std::move(err);
+      return err;
     f.copy = std::string(copy);
   }
   return f;
@@ -115,6 +115,30 @@ double roughSeconds(const Layout &l, const ModelFacts &f, const Machine &machine
   if (dp > 1)
     data = 0.5 * links.link("dp").time(2.0 * (dp - 1) / dp * f.parameters * bytes / (l.tp * l.pp), 2.0 * (dp - 1));
   return compute + bubble + tensor + data;
+}
+
+/// A floor under a class's activations on its first stage (Korthikanti et
+/// al. 2022, "Reducing Activation Recomputation in Large Transformer
+/// Models": per layer and micro-batch s b h (34 + 5 a s / h) bytes without
+/// recompute, 34 s b h selective, 2 s b h (the layer's input) full, over tp),
+/// the heads a taken as h / 128; 1F1B keeps min(pp, m) micro-batches.
+double activationFloor(const Layout &l, const ModelFacts &f) {
+  const double layers = std::max<double>(1, static_cast<double>(f.layers));
+  const double h = std::sqrt(f.parameters / (12 * layers)), s = static_cast<double>(f.sequence);
+  const double sbh = s * static_cast<double>(l.microBatchSize) * h;
+  const double perLayer = l.recompute == "full"        ? 2 * sbh
+                          : l.recompute == "selective" ? 34 * sbh / l.tp
+                                                       : sbh * (34 + 5 * (h / 128) * s / h) / l.tp;
+  const double inFlight = static_cast<double>(std::min<int64_t>(l.pp, l.microBatches));
+  return layers / l.pp * inFlight * perLayer;
+}
+
+/// A floor under a class's model states: every one of them (16 bytes a
+/// parameter under mixed precision, 16 in fp32 too: weights, gradients and
+/// two moments) partitioned over all of tp x pp x dp, as ZeRO-3 would.
+double statesFloor(const Layout &l, const ModelFacts &f, int devices) {
+  (void)l;
+  return 16 * f.parameters / devices;
 }
 
 bool faster(const Prediction &a, const Prediction &b) { return a.stepSeconds < b.stepSeconds; }
@@ -213,7 +237,17 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
       }
     }
   };
+  // The classes compiled so far teach how far a recompute mode's real
+  // activations exceed the floor: a class whose floor, so scaled, and model
+  // states cannot fit is not compiled.
+  // The smallest ratio seen, so that the scaled floor stays under every class seen.
+  std::map<std::string, double> activationRatio; // recompute mode -> smallest real / floor seen
   for (const Layout &cls : classes) {
+    const double ratio = activationRatio.count(cls.recompute) ? activationRatio[cls.recompute] : 1.0;
+    if (statesFloor(cls, *facts, o.devices) + ratio * activationFloor(cls, *facts) > o.memoryCap) {
+      ++result.skippedForMemory;
+      continue;
+    }
     if (result.profiled >= 3 && now() > budgetEnd) {
       ++result.unexplored;
       continue;
@@ -228,6 +262,13 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
     ++result.profiled;
     say("compiled " + cls.str() + " in " + std::to_string(now() - t0).substr(0, 4) + " s");
     profiles.push_back(std::make_unique<LayoutProfile>(std::move(*profile)));
+    double real = 0; // the fullest stage's activations
+    for (const StageProfile &stage : profiles.back()->stages)
+      real = std::max(real, static_cast<double>(stage.memory[static_cast<size_t>(rt::MemoryCategory::Activations)]));
+    const double seen = std::max(1.0, real / activationFloor(cls, *facts));
+    auto [it, added] = activationRatio.try_emplace(cls.recompute, seen);
+    if (!added)
+      it->second = std::min(it->second, seen);
     variants(cls, *profiles.back());
   }
 

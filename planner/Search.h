@@ -9,7 +9,10 @@
 //      FLOP per device, the bubble, tp's and dp's all-reduces on their links);
 //   2. compiles the classes in that order (profileLayout, dp 1) until the
 //      time budget is spent, and predicts each ZeRO stage and schedule of
-//      each from its class (ZeRO by formula);
+//      each from its class (ZeRO by formula). A class is skipped when a
+//      floor under its memory cannot fit: every model state partitioned as
+//      ZeRO-3 would, plus Korthikanti et al.'s activation formula scaled by
+//      the least the compiled classes of its recompute mode exceeded it;
 //   3. compiles the best predicted layouts that fit exactly, with their own
 //      dp and ZeRO, and predicts them again from their own programs, until
 //      the top K are all exact and fit.

@@ -29,11 +29,20 @@ static cl::SubCommand planCmd(
     "plan",
     "Choose the parallel layout (tp, pp, virtual stages, schedule, dp, ZeRO, micro-batches, recompute, precision) "
     "for a model on N devices under a memory cap, from its compiled programs and a machine description.\n\n"
-    "  Example: the layouts of a GPT on 64 H100s, 8 per node, 80 GB each, 512 sequences per step:\n"
-    "    partita plan gpt.onnx --devices 64 --machine h100-sxm --global-batch 512 --top 3\n"
-    "  prints the 3 fastest that fit (step time, tokens/s, MFU, memory by category), why the runners-up lose,\n"
-    "  and the layouts that do not fit with the category that breaks the cap; add --compile -o out/ to compile\n"
-    "  the best. This machine, measured: partita plan --calibrate -o cpu.json, then --machine cpu.json.");
+    "  Worked example: GPT-3 175B (models/make_gpt_shape.py --layers 96 --d 12288 --heads 96 --vocab 51200) on\n"
+    "  1,024 A100-80GB, 8 per node, 1,536 sequences of 2,048 tokens per step:\n"
+    "    partita plan gpt3.onnx --devices 1024 --machine a100-80gb --global-batch 1536 --top 3 --budget 180\n"
+    "  compiles the most promising layout classes (about 20 s each at this size), then prints the 3 fastest\n"
+    "  that fit 85.9 GB (80 GiB) per GPU, the first of them:\n"
+    "    1   tp8 pp4 v4 dp32 zero2 interleaved recompute=none bf16 m=48 mbs=1   (step) 27.6 s ...\n"
+    "  with tokens/s, MFU, TFLOP/s per GPU and the peak by category (params / grads / optimizer / activations\n"
+    "  / workspace / other, as launch --memory counts them); then why #2 and #3 lose to #1 (by how much, and\n"
+    "  in which part: compute, tp or dp collectives, pipeline bubble, optimizer step), the layouts rejected for\n"
+    "  memory with the category that breaks the cap, and the compile and launch command lines of the best. Megatron-LM's published layout for this run (tp 8,\n"
+    "  pp 16, dp 8, full recompute) is predicted at 33.3 s a step: 132 TFLOP/s per GPU by the paper's count,\n"
+    "  against its measured 140. --compile -o out/ compiles the best; --explain shows where its time goes;\n"
+    "  --tp/--pp/--zero/... pin dimensions. This machine, measured: partita plan --calibrate --devices 2 -o\n"
+    "  cpu.json, then --machine cpu.json.");
 static cl::opt<std::string> model(cl::Positional, cl::desc("<model.onnx>"), cl::sub(planCmd));
 static cl::opt<int> devices("devices", cl::desc("Devices to lay the model out on"), cl::init(0), cl::sub(planCmd));
 static cl::opt<int> perNode("gpus-per-node",
@@ -86,8 +95,8 @@ static cl::opt<bool> compileBest("compile", cl::desc("Compile the best layout in
 static cl::opt<std::string> outDir("o", cl::desc("--compile: the plan folder; --calibrate: the JSON file"),
                                    cl::value_desc("PATH"), cl::sub(planCmd));
 static cl::opt<bool> calibrate("calibrate",
-                               cl::desc("Measure this machine (matrix products, memory bandwidth, MPI between two "
-                                        "ranks) and write its description to -o"),
+                               cl::desc("Measure this machine (matrix products, memory bandwidth, elementwise rates, "
+                                        "MPI between --devices ranks at once) and write its description to -o"),
                                cl::sub(planCmd));
 static cl::opt<bool> calibrateWorkerFlag("calibrate-worker", cl::Hidden, cl::sub(planCmd));
 static cl::opt<int> workerThreads("threads", cl::Hidden, cl::init(1), cl::sub(planCmd));
@@ -279,10 +288,11 @@ int planMain() {
      << machine->devicesPerNode << " per node), " << capacity(cap) << " per device, "
      << result->globalBatch << " sequences per step\n";
   os << "searched " << result->classes << " layout classes (tp, pp, virtual stages, recompute, precision, "
-     << "micro-batch size): " << result->skippedForMemory << " too large for memory by their weights alone, "
+     << "micro-batch size): " << result->skippedForMemory << " too large for memory by a floor under their weights, "
+     << "model states or activations, "
      << result->profiled << " compiled and predicted with every ZeRO stage and schedule";
   if (result->unexplored)
-    os << ", " << result->unexplored << " left unexplored by --budget " << budget;
+    os << ", " << result->unexplored << " left unexplored by --budget " << llvm::format("%g", budget.getValue());
   if (result->skippedForBatch)
     os << "; " << result->skippedForBatch << " (tp, pp, micro-batch size) whose dp does not divide "
        << result->globalBatch << " sequences into whole micro-batches";
