@@ -298,7 +298,16 @@ int planMain() {
        << result->globalBatch << " sequences into whole micro-batches";
   os << "; " << result->compiles << " compiles, " << llvm::format("%.1f", result->seconds) << " s\n\n";
   if (result->ranked.empty() && result->rejected.empty()) {
-    os << "no layout to predict: none compiled (below) or none divides the global batch (--global-batch)\n";
+    os << "no layout fits " << capacity(cap) << " per device:";
+    if (result->skippedForMemory)
+      os << " " << result->skippedForMemory << " class(es) need more by a floor under their memory;";
+    if (result->skippedForBatch)
+      os << " " << result->skippedForBatch << " do not divide the global batch (--global-batch);";
+    if (!result->failed.empty())
+      os << " " << result->failed.size() << " do not compile (below);";
+    if (result->unexplored)
+      os << " " << result->unexplored << " left unexplored (--budget);";
+    os << "\n";
   } else if (result->ranked.empty()) {
     os << "no layout fits " << capacity(cap) << " per device\n";
   } else {
