@@ -49,10 +49,26 @@ const char *largestCategory(const rt::MemoryLedger::Bytes &bytes) {
 }
 } // namespace
 
+std::vector<std::string> layoutInputShapes(const Layout &layout, const ProfileContext &ctx) {
+  if (layout.microBatchSize == ctx.modelBatch)
+    return ctx.inputShapes;
+  std::vector<std::string> shapes;
+  for (const std::string &spec : ctx.inputShapes) // the user's, but for the batch inputs set below
+    if (llvm::none_of(ctx.batchInputs, [&](const auto &in) { return llvm::StringRef(spec).startswith(in.first + "="); }))
+      shapes.push_back(spec);
+  for (const auto &[name, shape] : ctx.batchInputs) {
+    std::string spec = name + "=" + std::to_string(layout.microBatchSize);
+    for (size_t i = 1; i < shape.size(); ++i)
+      spec += "x" + std::to_string(shape[i]);
+    shapes.push_back(spec);
+  }
+  return shapes;
+}
+
 llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileContext &ctx) {
   CompileOptions o;
   o.model = ctx.model;
-  o.inputShapes = ctx.inputShapes;
+  o.inputShapes = layoutInputShapes(layout, ctx);
   o.train = true;
   o.tp = layout.tp;
   o.pp = layout.pp;

@@ -8,6 +8,7 @@
 // data-parallel collectives and ZeRO's partitions then added by formula.
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "compiler/ir/Graph.h"
 #include "planner/Layout.h"
 #include "planner/Machine.h"
 #include "planner/ProgramTime.h"
@@ -46,7 +47,16 @@ struct ProfileContext {
   const Machine *machine = nullptr;
   int devices = 1;
   bool clipping = false; // launch --clip-grad-norm: the grad_norm program runs (it does under fp16's loss scaling too)
+  /// The inputs whose first dimension is the batch, with their shapes as
+  /// compiled: a layout of another micro-batch size fixes them to it
+  /// (--input-shape; the model's batch dimension must be dynamic).
+  std::vector<std::pair<std::string, Shape>> batchInputs;
+  int64_t modelBatch = 0;
 };
+
+/// The --input-shape flags that compile `layout`: the user's, and under
+/// another micro-batch size than the model's, its batch inputs fixed to it.
+std::vector<std::string> layoutInputShapes(const Layout &layout, const ProfileContext &ctx);
 
 llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileContext &ctx);
 

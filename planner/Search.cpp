@@ -155,7 +155,14 @@ llvm::Expected<SearchResult> searchLayouts(const ProfileContext &ctx, const Sear
   ProfileContext local = ctx;
   if (!facts->copy.empty())
     local.model = facts->copy;
-  return search(local, o, *facts, start);
+  local.batchInputs = facts->batchInputs;
+  local.modelBatch = facts->batch;
+  auto result = search(local, o, *facts, start);
+  if (result) {
+    result->context = local;
+    result->context.model = ctx.model; // the user's, not the scratch copy
+  }
+  return result;
 }
 
 static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const SearchOptions &o, const ModelFacts &facts0,

@@ -50,6 +50,7 @@ struct SearchResult {
   int skippedForBatch = 0; // (tp, pp, micro-batch size) whose dp does not divide the global batch
   double seconds = 0;
   int64_t globalBatch = 0;
+  ProfileContext context; // as the layouts were compiled (the model's batch inputs; layoutInputShapes)
 };
 
 llvm::Expected<SearchResult> searchLayouts(const ProfileContext &ctx, const SearchOptions &options);

@@ -361,7 +361,10 @@ int planMain() {
                         p.time.compute * 1e3, p.time.tensorComm * 1e3, p.time.dataComm * 1e3, p.time.bubble * 1e3,
                         p.time.tail * 1e3);
   }
-  os << "\nbest: partita compile " << model << " " << best.compileFlags() << " -o OUT && partita launch -n "
+  std::string shapes;
+  for (const std::string &spec : planner::layoutInputShapes(best, result->context))
+    shapes += " --input-shape " + spec;
+  os << "\nbest: partita compile " << model << shapes << " " << best.compileFlags() << " -o OUT && partita launch -n "
      << devices << " OUT " << best.launchFlags() << "\n";
   if (!compileBest)
     return 0;
@@ -370,7 +373,7 @@ int planMain() {
     return reportError(tool, staged.takeError());
   CompileOptions o;
   o.model = model;
-  o.inputShapes = inputShapes;
+  o.inputShapes = planner::layoutInputShapes(best, result->context);
   o.train = true;
   o.tp = best.tp, o.pp = best.pp, o.dp = best.dp, o.virtualStages = best.virtualStages, o.zero = best.zero;
   o.sequenceParallel = best.sequenceParallel;
