@@ -50,6 +50,7 @@ struct Prediction {
   rt::MemoryLedger::Bytes memory{}; // the fullest rank's, by category
   size_t peak = 0;
   int64_t peakRank = 0;
+  int64_t busiestStage = 0; // the pipeline rank whose work (time) is the most
   bool memoryExact = false; // from this layout's own compiled programs (else from its class's, ZeRO by formula)
   bool fits = false;
   std::string doesNotFit;   // the category that breaks the cap

@@ -172,15 +172,20 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
   const Link &dpLink = links.link(mesh_axis::kData), &ppLink = links.link(mesh_axis::kPipeline);
   const double d = layout.dp;
   const int64_t m = layout.microBatches;
+  // Which gradient reductions wait for the last micro-batch: the runtime
+  // defers a float32 all-reduce (ZeRO-0) and ZeRO-1's reduce-scatter (DDP's
+  // no_sync, CollectiveKernels.cpp); half gradients and ZeRO-2/3's parts are
+  // reduced every micro-batch.
+  const bool deferred = layout.precision == "fp32" && layout.zero <= 1;
   std::vector<StageTimes> stages;
   double worstBusy = -1;
   for (const StageProfile &sp : profile.stages) {
     StageTimes st;
     const double chunks = static_cast<double>(sp.forward.size());
     // ZeRO's data-parallel traffic by formula (a class profile has none):
-    // reductions of the gradients once a step, ZeRO-1/2's gather of the
-    // updated parameters after the step, ZeRO-3's gathers of each chunk's
-    // parameters before its forward and its backward, every micro-batch.
+    // reductions of the gradients, ZeRO-1/2's gather of the updated
+    // parameters after the step, ZeRO-3's gathers of each chunk's parameters
+    // before its forward and its backward, every micro-batch.
     double reduce = 0, gatherAfterStep = 0, gatherPerPass = 0;
     // Over several micro-batches the runtime sums each gradient in float32
     // (GradientAccumulator.h): a pass over them per micro-batch.
@@ -202,28 +207,34 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       const double fData = f.collectiveTime(mesh_axis::kData) + gatherPerPass;
       const double bGather = b.collectiveTime(mesh_axis::kData) - b.reductionTime(mesh_axis::kData) + gatherPerPass;
       c.forward = f.compute + f.collectiveTime(mesh_axis::kTensor) + fData;
-      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather + accumulate;
-      // The gradient reduction overlaps the last backward (buckets of 25 MB
-      // go as they fill): what shows is what the compute does not cover, at
-      // least the last bucket's.
+      // The gradient reduction overlaps its backward (buckets of 25 MB go as
+      // they fill): what shows is what the compute does not cover, at least
+      // the last bucket's. It comes once a step where the runtime defers it
+      // to the last micro-batch, and every micro-batch where it does not.
       const double reduction = b.reductionTime(mesh_axis::kData) + reduce / chunks;
       const double buckets = std::max(1.0, std::ceil(sp.gradientBytes / chunks / 25e6));
-      c.lastBackwardExtra = reduction > 0 ? std::max(reduction - b.compute, reduction / buckets) : 0;
+      const double exposed = reduction > 0 ? std::max(reduction - b.compute, reduction / buckets) : 0;
+      const bool everyMicroBatch = m > 1 && !deferred;
+      // After the backward's input gradient left: the sums and the reduction's tail.
+      c.afterSend = accumulate + (everyMicroBatch ? exposed : 0);
+      c.lastBackwardExtra = everyMicroBatch ? 0 : exposed;
+      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather + c.afterSend;
       c.sendForward = f.sendBytes > 0 ? ppLink.time(f.sendBytes, 1) : 0;
       c.sendBackward = b.sendBytes > 0 ? ppLink.time(b.sendBytes, 1) : 0;
       st.chunks.push_back(c);
       compute += (f.compute + b.compute + accumulate) * static_cast<double>(m);
       tensor += (f.collectiveTime(mesh_axis::kTensor) + b.collectiveTime(mesh_axis::kTensor)) * static_cast<double>(m);
-      data += (fData + bGather) * static_cast<double>(m) + c.lastBackwardExtra;
+      data += (fData + bGather) * static_cast<double>(m) + exposed * (everyMicroBatch ? static_cast<double>(m) : 1.0);
     }
-    st.tail = sp.tail.total() + gatherAfterStep;
+    st.tail = sp.tail.total() + gatherAfterStep; // with its own collectives
     stages.push_back(st);
     busy = compute + tensor + data + st.tail;
     if (busy > worstBusy) {
       worstBusy = busy;
+      out.busiestStage = static_cast<int64_t>(stages.size()) - 1;
       out.time.compute = compute;
       out.time.tensorComm = tensor;
-      out.time.dataComm = data + sp.tail.collectiveTime(mesh_axis::kData) + gatherAfterStep;
+      out.time.dataComm = data;
       out.time.tail = st.tail;
       out.forwardByOp.clear(), out.backwardByOp.clear();
       for (size_t k = 0; k < sp.forward.size(); ++k) {
@@ -260,7 +271,10 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       };
       if (layout.zero >= 1)
         part(rt::MemoryCategory::OptimizerStates);
-      if (layout.zero >= 2)
+      // The backward's gradients are the rank's parts from ZeRO-1 on, but
+      // for ZeRO-1's deferred float32 sums, kept whole in the reduction's
+      // staging until the last micro-batch.
+      if (layout.zero >= 2 || (layout.zero == 1 && !(layout.precision == "fp32" && m > 1)))
         part(rt::MemoryCategory::Gradients);
       if (layout.zero >= 3)
         part(rt::MemoryCategory::Parameters);

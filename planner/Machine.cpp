@@ -112,6 +112,8 @@ llvm::Expected<Machine> parseMachine(llvm::StringRef text, llvm::StringRef origi
   double perNode = 0;
   if (auto err = number(*root, "devices_per_node", "the file", origin, perNode))
     return std::move(err);
+  if (perNode != static_cast<double>(static_cast<int>(perNode)))
+    return fail(origin, "\"devices_per_node\" must be a whole number, at least 1");
   m.devicesPerNode = static_cast<int>(perNode);
   if (auto err = parseLink(*root, "intra_node", origin, m.intraNode))
     return std::move(err);

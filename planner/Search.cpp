@@ -255,7 +255,7 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
       ++result.skippedForMemory;
       continue;
     }
-    if (result.profiled >= 3 && now() > budgetEnd) {
+    if (result.compiles >= 3 && now() > budgetEnd) {
       ++result.unexplored;
       continue;
     }
@@ -281,7 +281,7 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
 
   // 3. The best that fit, compiled as they are, until the top K are exact.
   std::set<std::string> exactDone;
-  for (int round = 0; round < 8; ++round) {
+  for (;;) { // each layout is compiled as it is once at most (exactDone): this ends
     std::stable_sort(all.begin(), all.end(), faster);
     std::vector<size_t> todo;
     size_t fitting = 0;

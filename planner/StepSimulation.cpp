@@ -43,14 +43,14 @@ SimulatedStep simulateStep(const std::vector<StageTimes> &stages, rt::PipelineKi
         double work = a.kind == rt::Action::Kind::Forward ? t.forward : t.backward;
         if (a.kind == rt::Action::Kind::Backward && a.lastGradients)
           work += t.lastBackwardExtra;
-        const double end = std::max(clock[s], ready) + work;
+        const double start = std::max(clock[s], ready), end = start + work;
         clock[s] = end;
         busy[s] += work;
         if (a.kind == rt::Action::Kind::Forward) {
           forwardDone[stage][j] = end;
           forwardArrives[stage][j] = end + t.sendForward;
-        } else {
-          backwardArrives[stage][j] = end + t.sendBackward;
+        } else { // the input's gradient leaves before the sums and the reduction's tail
+          backwardArrives[stage][j] = start + t.backward - t.afterSend + t.sendBackward;
         }
         ++next[s];
         progressed = true;

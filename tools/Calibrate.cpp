@@ -114,7 +114,7 @@ llvm::Expected<planner::Machine> calibrateThisMachine(int devicesPerNode,
   // the cores, all at once.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int ranks = std::max(2, devicesPerNode);
-  const int threads = std::max(1, cores / std::max(1, devicesPerNode));
+  const int threads = std::max(1, cores / ranks);
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
     return fail("mpirun not found on PATH (install openmpi-bin): the machine is measured by MPI ranks");

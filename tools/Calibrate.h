@@ -8,7 +8,9 @@
 //                  operands widened from bf16: the runtime's bf16 GEMM);
 //   memory_bandwidth  an Add of two 64M-element float32 tensors (bytes read
 //                  and written per second);
-//   vector_flops   Tanh over 256K elements (cache-resident), elements/s;
+//   vector_flops   the multiplies and adds of a fused tanh-GELU chain over [512, 3072]
+//                  (its tanh at the rate below taken out), elements/s;
+//   transcendental_flops  Tanh over 256K elements, elements/s;
 //   kernel_overhead  a chain of 200 4x4 products, per kernel;
 //   links          all-reduces over the ranks through Partita's MPI
 //                  communicator: 8 bytes for the latency, 64 MB for the

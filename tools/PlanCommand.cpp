@@ -297,7 +297,11 @@ int planMain() {
     os << "; " << result->skippedForBatch << " (tp, pp, micro-batch size) whose dp does not divide "
        << result->globalBatch << " sequences into whole micro-batches";
   os << "; " << result->compiles << " compiles, " << llvm::format("%.1f", result->seconds) << " s\n\n";
-  if (result->ranked.empty() && result->rejected.empty()) {
+  if (result->classes == 0) {
+    os << "no layout to consider: no tp (up to --max-tp " << (maxTp > 0 ? maxTp.getValue() : machine->devicesPerNode)
+       << ") and pp of the --tp/--pp/--virtual-stages given divide " << devices
+       << " devices with a micro-batch count that divides --global-batch " << result->globalBatch << "\n";
+  } else if (result->ranked.empty() && result->rejected.empty()) {
     os << "no layout fits " << capacity(cap) << " per device:";
     if (result->skippedForMemory)
       os << " " << result->skippedForMemory << " class(es) need more by a floor under their memory;";
@@ -342,7 +346,7 @@ int planMain() {
   const planner::Layout &best = result->ranked.front().layout;
   if (explain) {
     const planner::Prediction &p = result->ranked.front();
-    os << "\nwhere #1's time goes (rank " << p.peakRank << "'s stage; ms):\n";
+    os << "\nwhere #1's time goes (pipeline rank " << p.busiestStage << ", the busiest; ms):\n";
     for (const auto &[what, ops] : {std::pair<const char *, const std::map<std::string, double> *>{
                                         "forward, per micro-batch", &p.forwardByOp},
                                     {"backward, per micro-batch", &p.backwardByOp},

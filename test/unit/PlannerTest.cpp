@@ -70,6 +70,17 @@ TEST(StepSimulation, SendsAndTailLengthenTheStep) {
   EXPECT_NEAR(simulateStep(stages, rt::PipelineKind::OneFOneB, 1).seconds, 1 + 0.5 + 1 + 2 + 0.5 + 2 + 0.25, 1e-9);
 }
 
+// What a backward does after its input gradient left (the gradient sums, a
+// reduction's tail) holds its own rank, not the stage before.
+TEST(StepSimulation, WorkAfterTheSendDelaysOnlyItsRank) {
+  std::vector<StageTimes> stages = equalStages(2, 1, 1.0, 2.0);
+  stages[1].chunks[0].afterSend = 0.5; // stage 1's backward sends at 1.5 of its 2
+  // F0 1, F1 1, B1's send at 1.5, B0 2: 5.5 (not 6); stage 1 ends at 4 (1 + 1 + 2).
+  EXPECT_NEAR(simulateStep(stages, rt::PipelineKind::OneFOneB, 1).seconds, 5.5, 1e-9);
+  stages[1].chunks[0].lastBackwardExtra = 3; // after the send as well: stage 1 now ends last, at 7
+  EXPECT_NEAR(simulateStep(stages, rt::PipelineKind::OneFOneB, 1).seconds, 7.0, 1e-9);
+}
+
 TEST(ProgramTime, ProductsAndCollectivesFollowRooflineAndRing) {
   auto g = parseGraph("graph @g(%x: f32[512,1024], %w: bf16[1024,4096]) opset 17 mesh<tp=4> {\n"
                       "  %xh = Cast(%x) {to = 16} : bf16[512,1024]\n"
