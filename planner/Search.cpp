@@ -207,7 +207,10 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
               l.schedule = v > 1 ? "interleaved" : "1f1b";
               // Weights alone, partitioned by tp and pp only (ZeRO-3 could
               // split them further, but every stage gathers a layer whole).
-              const double weightBytes = facts->parameters * (precision == "fp32" ? 4 : 2) / (tp * pp);
+              // (With ZeRO-3 over dp > 1 they are partitioned over every device.)
+              const bool zero3 = dp > 1 && llvm::is_contained(o.zeroStages, 3);
+              const double weightBytes =
+                  facts->parameters * (precision == "fp32" ? 4 : 2) / (zero3 ? o.devices : tp * pp);
               ++result.classes;
               if (weightBytes > o.memoryCap) {
                 ++result.skippedForMemory;
@@ -248,9 +251,10 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
   // activations exceed the floor: a class whose floor, so scaled, and model
   // states cannot fit is not compiled.
   // The smallest ratio seen, so that the scaled floor stays under every class seen.
-  std::map<std::string, double> activationRatio; // recompute mode -> smallest real / floor seen
+  std::map<std::string, double> activationRatio; // recompute mode, tp, precision -> smallest real / floor seen
   for (const Layout &cls : classes) {
-    const double ratio = activationRatio.count(cls.recompute) ? activationRatio[cls.recompute] : 1.0;
+    const std::string kind = cls.recompute + "/tp" + std::to_string(cls.tp) + "/" + cls.precision;
+    const double ratio = activationRatio.count(kind) ? activationRatio[kind] : 1.0;
     if (statesFloor(cls, *facts, o.devices) + ratio * activationFloor(cls, *facts) > o.memoryCap) {
       ++result.skippedForMemory;
       continue;
@@ -273,7 +277,7 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
     for (const StageProfile &stage : profiles.back()->stages)
       real = std::max(real, static_cast<double>(stage.memory[static_cast<size_t>(rt::MemoryCategory::Activations)]));
     const double seen = std::max(1.0, real / activationFloor(cls, *facts));
-    auto [it, added] = activationRatio.try_emplace(cls.recompute, seen);
+    auto [it, added] = activationRatio.try_emplace(cls.recompute + "/tp" + std::to_string(cls.tp) + "/" + cls.precision, seen);
     if (!added)
       it->second = std::min(it->second, seen);
     variants(cls, *profiles.back());

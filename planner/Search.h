@@ -4,7 +4,8 @@
 // (tp, pp, virtual stages, recompute, precision, micro-batch size); dp is
 // what the devices leave. The search
 //   1. lists the classes, drops those whose weights alone cannot fit a device
-//      (parameters x their bytes / (tp x pp), ZeRO-3 aside), and orders the
+//      (parameters x their bytes / (tp x pp), or / devices where ZeRO-3 may
+//      partition them), and orders the
 //      rest by a rough step time (Megatron's back-of-the-envelope: 6 P T / N
 //      FLOP per device, the bubble, tp's and dp's all-reduces on their links);
 //   2. compiles the classes in that order (profileLayout, dp 1) until the
@@ -12,7 +13,8 @@
 //      each from its class (ZeRO by formula). A class is skipped when a
 //      floor under its memory cannot fit: every model state partitioned as
 //      ZeRO-3 would, plus Korthikanti et al.'s activation formula scaled by
-//      the least the compiled classes of its recompute mode exceeded it;
+//      the least the compiled classes of its recompute mode, tp and
+//      precision exceeded it;
 //   3. compiles the best predicted layouts that fit exactly, with their own
 //      dp and ZeRO, and predicts them again from their own programs, until
 //      the top K are all exact and fit.

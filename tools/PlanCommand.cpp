@@ -34,15 +34,16 @@ static cl::SubCommand planCmd(
     "    partita plan gpt3.onnx --devices 1024 --machine a100-80gb --global-batch 1536 --top 3 --budget 180\n"
     "  compiles the most promising layout classes (about 20 s each at this size), then prints the 3 fastest\n"
     "  that fit 85.9 GB (80 GiB) per GPU, the first of them:\n"
-    "    1   tp8 pp4 v4 dp32 zero2 interleaved recompute=none bf16 m=48 mbs=1   (step) 27.6 s ...\n"
+    "    1   tp8 pp32 v3 dp4 zero1 interleaved recompute=none bf16 m=384 mbs=1   (step) 34.4 s ...\n"
     "  with tokens/s, MFU, TFLOP/s per GPU and the peak by category (params / grads / optimizer / activations\n"
     "  / workspace / other, as launch --memory counts them); then why #2 and #3 lose to #1 (by how much, and\n"
     "  in which part: compute, tp or dp collectives, pipeline bubble, optimizer step), the layouts rejected for\n"
-    "  memory with the category that breaks the cap, and the compile and launch command lines of the best. Megatron-LM's published layout for this run (tp 8,\n"
-    "  pp 16, dp 8, full recompute) is predicted at 33.3 s a step: 132 TFLOP/s per GPU by the paper's count,\n"
-    "  against its measured 140. --compile -o out/ compiles the best; --explain shows where its time goes;\n"
-    "  --tp/--pp/--zero/... pin dimensions. This machine, measured: partita plan --calibrate --devices 2 -o\n"
-    "  cpu.json, then --machine cpu.json.");
+    "  memory with the category that breaks the cap, and the compile and launch command lines of the best.\n"
+    "  Megatron-LM's published layout for this run (tp 8, pp 16, dp 8, full recompute) is predicted at 60.7 s\n"
+    "  a step, half of it all-reduces of bf16 gradients, which Partita's runtime runs every micro-batch.\n"
+    "  --compile -o out/ compiles the best; --explain shows where its time goes; --tp/--pp/--zero/... pin\n"
+    "  dimensions. This machine, measured: partita plan --calibrate --devices 2 -o cpu.json, then --machine\n"
+    "  cpu.json.");
 static cl::opt<std::string> model(cl::Positional, cl::desc("<model.onnx>"), cl::sub(planCmd));
 static cl::opt<int> devices("devices", cl::desc("Devices to lay the model out on"), cl::init(0), cl::sub(planCmd));
 static cl::opt<int> perNode("gpus-per-node",
