@@ -14,14 +14,6 @@
 namespace partita::planner {
 
 namespace {
-/// Removes the scratch folder of one layout however profileLayout leaves.
-struct ScratchFolder {
-  std::string path;
-  ~ScratchFolder() {
-    if (!path.empty())
-      llvm::sys::fs::remove_directories(path);
-  }
-};
 
 int64_t sequenceLength(const Plan &plan) {
   for (const TensorSpec &in : plan.inputs) // token ids: [batch, sequence]
@@ -30,7 +22,14 @@ int64_t sequenceLength(const Plan &plan) {
   return plan.inputs.empty() || plan.inputs.front().type.shape.empty() ? 1 : plan.inputs.front().type.shape.back();
 }
 
-Mesh meshOf(const Layout &l) { // as compile lays ranks out: pp outermost, tp innermost
+} // namespace
+
+ScratchFolder::~ScratchFolder() {
+  if (!path.empty())
+    llvm::sys::fs::remove_directories(path);
+}
+
+Mesh layoutMesh(const Layout &l) { // as compile lays ranks out: pp outermost, tp innermost
   Mesh mesh;
   if (l.pp > 1)
     mesh.axes.push_back(MeshAxis{mesh_axis::kPipeline, l.pp});
@@ -39,6 +38,8 @@ Mesh meshOf(const Layout &l) { // as compile lays ranks out: pp outermost, tp in
   mesh.axes.push_back(MeshAxis{mesh_axis::kTensor, l.tp});
   return mesh;
 }
+
+namespace {
 
 const char *largestCategory(const rt::MemoryLedger::Bytes &bytes) {
   size_t best = 0;
@@ -168,7 +169,7 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
   // micro-batches in flight (memory).
   const bool exact = profile.layout.str() == layout.str();
   out.memoryExact = exact;
-  AxisLinks links(meshOf(layout), machine);
+  AxisLinks links(layoutMesh(layout), machine);
   const Link &dpLink = links.link(mesh_axis::kData), &ppLink = links.link(mesh_axis::kPipeline);
   const double d = layout.dp;
   const int64_t m = layout.microBatches;

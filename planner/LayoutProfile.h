@@ -54,6 +54,16 @@ struct ProfileContext {
   int64_t modelBatch = 0;
 };
 
+/// Removes folder `path` (when set) however its scope ends: the planner's
+/// scratch folders.
+struct ScratchFolder {
+  std::string path;
+  ~ScratchFolder();
+};
+
+/// The mesh compile makes for `layout` (pp outermost, then dp, tp innermost).
+Mesh layoutMesh(const Layout &layout);
+
 /// The --input-shape flags that compile `layout`: the user's, and under
 /// another micro-batch size than the model's, its batch inputs fixed to it.
 std::vector<std::string> layoutInputShapes(const Layout &layout, const ProfileContext &ctx);

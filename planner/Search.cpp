@@ -97,13 +97,9 @@ double roughSeconds(const Layout &l, const ModelFacts &f, const Machine &machine
   const double compute = 6 * f.parameters * tokens * rc / (devices * machine.matmulRate(dtype));
   const double bubble = l.pp > 1 ? compute * (l.pp - 1) / (l.virtualStages * static_cast<double>(l.microBatches)) : 0;
   const int dp = devices / (l.tp * l.pp);
-  Mesh mesh;
-  if (l.pp > 1)
-    mesh.axes.push_back(MeshAxis{"pp", l.pp});
-  if (dp > 1)
-    mesh.axes.push_back(MeshAxis{"dp", dp});
-  mesh.axes.push_back(MeshAxis{"tp", l.tp});
-  AxisLinks links(mesh, machine);
+  Layout sized = l;
+  sized.dp = dp;
+  AxisLinks links(layoutMesh(sized), machine);
   const double layers = std::max<double>(1, static_cast<double>(f.layers));
   const double hidden = std::sqrt(f.parameters / (12 * layers));
   const double activation = static_cast<double>(l.microBatchSize * f.sequence) * hidden * bytes;

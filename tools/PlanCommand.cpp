@@ -244,10 +244,7 @@ int planMain() {
   llvm::SmallString<128> scratch;
   if (auto ec = llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
     return reportError(tool, fail("cannot create a scratch folder: " + ec.message()));
-  struct RemoveScratch {
-    std::string path;
-    ~RemoveScratch() { llvm::sys::fs::remove_directories(path); }
-  } removeScratch{std::string(scratch)};
+  planner::ScratchFolder removeScratch{std::string(scratch)};
 
   planner::ProfileContext ctx;
   ctx.model = model;
