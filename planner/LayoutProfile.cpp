@@ -174,10 +174,10 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
   const double d = layout.dp;
   const int64_t m = layout.microBatches;
   // Which gradient reductions wait for the last micro-batch: the runtime
-  // defers a float32 all-reduce (ZeRO-0) and ZeRO-1's reduce-scatter (DDP's
-  // no_sync, CollectiveKernels.cpp); half gradients and ZeRO-2/3's parts are
-  // reduced every micro-batch.
-  const bool deferred = layout.precision == "fp32" && layout.zero <= 1;
+  // defers ZeRO-0's all-reduce and ZeRO-1's reduce-scatter, float32 or half
+  // (DDP's no_sync, CollectiveKernels.cpp); ZeRO-2/3's parts are reduced
+  // every micro-batch.
+  const bool deferred = layout.zero <= 1;
   std::vector<StageTimes> stages;
   double worstBusy = -1;
   for (const StageProfile &sp : profile.stages) {
@@ -273,9 +273,10 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       if (layout.zero >= 1)
         part(rt::MemoryCategory::OptimizerStates);
       // The backward's gradients are the rank's parts from ZeRO-1 on, but
-      // for ZeRO-1's deferred float32 sums, kept whole in the reduction's
-      // staging until the last micro-batch.
-      if (layout.zero >= 2 || (layout.zero == 1 && !(layout.precision == "fp32" && m > 1)))
+      // for ZeRO-1's float32 sums over several micro-batches, kept whole in
+      // the reduction's staging until the last (for half gradients, an
+      // over-estimate by their half copy's parts).
+      if (layout.zero >= 2 || (layout.zero == 1 && m == 1))
         part(rt::MemoryCategory::Gradients);
       if (layout.zero >= 3)
         part(rt::MemoryCategory::Parameters);

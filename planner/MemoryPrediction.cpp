@@ -145,7 +145,8 @@ llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &
   }
   for (const Value *out : (*g)->outputs())
     if ((*program)->deferredInside(out->name()))
-      z.summedInside += bytesOf(out->type());
+      z.summedInside += static_cast<double>(out->type().numel() * 4); // the sums the runtime does not keep
+  z.deferredSums = static_cast<double>((*program)->deferredSumBytes());
   for (const std::string &name : plan_.params) {
     if (const rt::TensorView *p = (*program)->staticTensor(name))
       z.params += static_cast<double>(p->bytes());
@@ -211,6 +212,7 @@ llvm::Expected<std::vector<RankMemory>> MemoryPredictor::predict() {
         z.scratch[c] = std::max(z.scratch[c], (*one)->scratch[c]); // the largest program's, as z.arena
       }
       summedInside += (*one)->summedInside;
+      z.deferredSums += (*one)->deferredSums;
       z.weights += (*one)->weights;
       z.arena = std::max(z.arena, (*one)->arena);
       if (base != optimizer_io::kStep) // the step's outputs are bound to the parameters and moments (counted below)
@@ -234,8 +236,8 @@ llvm::Expected<std::vector<RankMemory>> MemoryPredictor::predict() {
       add(static_cast<rt::MemoryCategory>(c), z.scratch[c]);
     add(rt::MemoryCategory::Activations, inFlightBytes(r));
     add(rt::MemoryCategory::OptimizerStates, z.moments);
-    if (o_.microBatches > 1) // the gradient sums over micro-batches the runtime keeps
-      add(rt::MemoryCategory::Gradients, z.gradSums - summedInside);
+    if (o_.microBatches > 1) // the gradient sums over micro-batches the runtime keeps, and ZeRO-1's reduce-scatters
+      add(rt::MemoryCategory::Gradients, z.gradSums - summedInside + z.deferredSums);
     for (size_t bytes : m.bytes)
       m.peak += bytes;
     // A step's sends, its programs' and a shared weight's gradient: each

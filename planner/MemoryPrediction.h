@@ -33,7 +33,8 @@ struct ProgramSizes {
   int collectives = 0;
   double kernels[rt::kMemoryCategories] = {}; // bytes the kernels keep, by category
   double scratch[rt::kMemoryCategories] = {}; // the kernels' scratch regions (shared by a rank's programs)
-  double summedInside = 0;  // gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
+  double summedInside = 0;  // float32 sums of the gradient outputs whose reduce-scatter sums the micro-batches (ZeRO-1)
+  double deferredSums = 0;  // what those reduce-scatters keep for it (Program::deferredSumBytes)
   double sends = 0;         // partita.Send bytes per run (pipeline edges)
   std::set<int64_t> sendTo; // their stages
   std::vector<std::string> lines; // one per collective: op, operand, MB, value, axis

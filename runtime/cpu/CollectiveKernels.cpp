@@ -74,28 +74,26 @@ public:
     // there, and only the reduce-scatter's rank-major packing is staged.
     bucket_ = n.numInputs() > 1 || (kind == Coll::ReduceScatter && async_);
     // Only an async bucket (run while the backward goes on) defers; it sums
-    // float32, as the runtime's accumulator does.
+    // in float32, as the runtime's accumulator does (half operands widened).
+    DType t = n.input(0)->type().dtype;
     deferrable_ = kind == Coll::ReduceScatter && bucket_ && async_ && n.intAttr("defer", 0) != 0 &&
-                  n.input(0)->type().dtype == DType::F32;
-    if (deferrable_)
+                  (t == DType::F32 || isHalfFloat(t));
+    if (deferrable_) {
       staging_.setCategory(MemoryCategory::Gradients);
-    // The packing buffers are scratch, held until finish() when async; a
-    // deferring reduce-scatter keeps its sums between runs instead.
+      sumBytes_ = operands / elem_ * sizeof(float);
+    }
+    // The packing buffers are scratch, held until finish() when async.
     if (bucket_ && kind == Coll::ReduceScatter)
-      (deferrable_ ? persistent_ : scratch_) = operands;
+      scratch_ = operands;
     else if (bucket_ && kind == Coll::AllGather) // this rank's blocks packed, then everyone's
       scratch_ = operands + operands * static_cast<size_t>(parts_);
     else if (!bucket_ && kind != Coll::AllReduce && outer_ != 1)
       scratch_ = blockBytes_ * static_cast<size_t>(parts_);
   }
 
-  size_t persistentBytes() const override { return persistent_; }
+  size_t deferredSumBytes() const override { return sumBytes_; }
   ScratchNeed scratch() const override { return {scratch_, MemoryCategory::Communication}; }
   bool wantsContiguousOutputs() const override { return bucket_ && kind_ != Coll::AllGather; }
-  /// A deferring reduce-scatter's staging holds the gradients' sums.
-  MemoryCategory persistentCategory() const override {
-    return deferrable_ ? MemoryCategory::Gradients : MemoryCategory::Communication;
-  }
   bool defersInside() const override { return deferrable_; }
 
   llvm::Error run(KernelContext &ctx) override {
@@ -189,9 +187,10 @@ private:
     void *buf = ctx.outputs[0].data;
     size_t count = ctx.outputs[0].numel();
     inPlace_ = ctx.outputs.size() > 1 && backToBack(ctx.outputs);
-    // Only float sums defer (the accumulator's addends are float32; a half
-    // gradient is reduced every micro-batch and widened as it is summed).
-    bool defer = ctx.deferReductions && dt == DType::F32;
+    // Float and half gradients defer alike: the accumulator sums this rank's
+    // micro-batches in float32, and the last micro-batch's pack adds that sum
+    // (rounded once to a half operand's type) before the one reduction.
+    bool defer = ctx.deferReductions && (dt == DType::F32 || isHalfFloat(dt));
     if (ctx.inputs.size() == 1 || defer || inPlace_) {
       for (size_t i = 0; i < ctx.inputs.size(); ++i)
         pack(ctx, i, ctx.outputs[i].data);
@@ -238,26 +237,31 @@ private:
     size_t total = 0;
     for (const TensorView &in : ctx.inputs)
       total += in.bytes();
-    // Deferring (ZeRO-1 over micro-batches), the packing buffer is the
-    // kernel's own and keeps this rank's sum of the whole gradients: added
-    // to, not overwritten, after the first micro-batch; the last one adds its
-    // own and reduces the sum. Otherwise it is the scratch.
-    if (deferrable_)
-      staging_.resize(total);
-    char *packed = deferrable_ ? staging_.data() : static_cast<char *>(ctx.scratch);
-    bool add = deferrable_ && summed_;
+    // Deferring (ZeRO-1 over micro-batches), the kernel keeps this rank's
+    // sums of the whole gradients in float32 (staging_, made at the first
+    // micro-batch that defers: none with one micro-batch), packed rank-major
+    // as the reduce-scatter reads them; the last micro-batch packs the sums
+    // plus its own, rounded once to the operands' type. Otherwise the
+    // operands are packed into the scratch as they are.
+    const bool deferring = deferrable_ && ctx.deferReductions;
+    if (deferring)
+      staging_.resize(sumBytes_);
+    float *sums = deferrable_ && (deferring || summed_) ? reinterpret_cast<float *>(staging_.data()) : nullptr;
+    char *packed = static_cast<char *>(ctx.scratch);
     char *dst = packed;
     for (int64_t p = 0; p < parts_; ++p)
       for (const TensorView &in : ctx.inputs) {
         size_t block = in.bytes() / static_cast<size_t>(parts_);
         const char *src = static_cast<const char *>(in.data) + static_cast<size_t>(p) * block;
-        if (add)
-          addFloats(reinterpret_cast<float *>(dst), reinterpret_cast<const float *>(src), block / sizeof(float));
+        int64_t n = static_cast<int64_t>(block / elem_);
+        if (sums)
+          sumBlock(in.dtype, src, sums, deferring ? nullptr : dst, n, !summed_);
         else
           std::memcpy(dst, src, block);
+        sums = sums ? sums + n : nullptr;
         dst += block;
       }
-    if (deferrable_ && ctx.deferReductions) {
+    if (deferring) {
       summed_ = true;
       return llvm::Error::success();
     }
@@ -309,10 +313,33 @@ private:
     return llvm::Error::success();
   }
 
-  static void addFloats(float *dst, const float *src, size_t n) {
+  /// n elements of `t` at src, summed in float32: into `sums` (the first
+  /// micro-batch's replacing them), or with `out` given (the last
+  /// micro-batch's), sums plus src rounded once to `t` at out.
+  static void sumBlock(DType t, const char *src, float *sums, char *out, int64_t n, bool first) {
+    if (t == DType::F32) {
+      const auto *x = reinterpret_cast<const float *>(src);
+      auto *o = reinterpret_cast<float *>(out);
 #pragma omp parallel for if (n > (1 << 16))
-    for (size_t k = 0; k < n; ++k)
-      dst[k] += src[k];
+      for (int64_t k = 0; k < n; ++k) {
+        float v = first ? x[k] : sums[k] + x[k];
+        if (o)
+          o[k] = v;
+        else
+          sums[k] = v;
+      }
+      return;
+    }
+    const auto *x = reinterpret_cast<const uint16_t *>(src);
+    auto *o = reinterpret_cast<uint16_t *>(out);
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t k = 0; k < n; ++k) {
+      float v = first ? widenHalf(t, x[k]) : sums[k] + widenHalf(t, x[k]);
+      if (o)
+        o[k] = roundToHalf(t, v);
+      else
+        sums[k] = v;
+    }
   }
 
   /// Whether the views lie back to back in memory, in order (one block).
@@ -323,18 +350,29 @@ private:
     return true;
   }
 
-  /// Operand i, plus its addend (gradient accumulation), at `dst`.
+  /// Operand i, plus its addend (gradient accumulation: float32 sums, which
+  /// a half operand widens into and rounds back from once), at `dst`.
   static void pack(const KernelContext &ctx, size_t i, void *dst) {
     const TensorView &in = ctx.inputs[i];
     const void *addend = !ctx.deferReductions && ctx.addends && i < ctx.addends->size() ? (*ctx.addends)[i] : nullptr;
-    if (!addend || in.dtype != DType::F32) {
+    if (!addend || (in.dtype != DType::F32 && !isHalfFloat(in.dtype))) {
       if (dst != in.data)
         std::memcpy(dst, in.data, in.bytes());
       return;
     }
-    const float *a = static_cast<const float *>(in.data), *b = static_cast<const float *>(addend);
-    float *d = static_cast<float *>(dst);
+    const float *b = static_cast<const float *>(addend);
     int64_t n = in.numel();
+    if (isHalfFloat(in.dtype)) {
+      const auto *a = static_cast<const uint16_t *>(in.data);
+      auto *d = static_cast<uint16_t *>(dst);
+      DType t = in.dtype;
+#pragma omp parallel for if (n > (1 << 16))
+      for (int64_t k = 0; k < n; ++k)
+        d[k] = roundToHalf(t, widenHalf(t, a[k]) + b[k]);
+      return;
+    }
+    const float *a = static_cast<const float *>(in.data);
+    float *d = static_cast<float *>(dst);
 #pragma omp parallel for if (n > (1 << 16))
     for (int64_t k = 0; k < n; ++k)
       d[k] = a[k] + b[k];
@@ -360,7 +398,7 @@ private:
   int64_t parts_ = 1, outer_ = 1;
   size_t elem_ = 4, blockBytes_ = 0, rowBytes_ = 0;
   Staging staging_, received_;
-  size_t persistent_ = 0; // what staging_ will hold (a deferring reduce-scatter's sums)
+  size_t sumBytes_ = 0;   // a deferring reduce-scatter's float32 sums (staging_, over micro-batches)
   size_t scratch_ = 0;    // packing bytes (Kernel::scratch)
   bool bucket_ = false;
   bool deferrable_ = false; // a reduce-scatter that sums deferred micro-batches in staging_

@@ -305,8 +305,10 @@ const Program::Step *Program::producerOf(llvm::StringRef output) const {
 
 bool Program::reducedAsync(llvm::StringRef output) const {
   const Step *step = producerOf(output); // an async all-reduce; a reduce-scatter defers inside, if at all
-  return step && step->kernel->isAsync() && step->node->is("AllReduce", "partita") &&
-         step->node->output(0)->type().dtype == DType::F32; // the addends are float sums
+  if (!step || !step->kernel->isAsync() || !step->node->is("AllReduce", "partita"))
+    return false;
+  DType t = step->node->output(0)->type().dtype; // the addends are float32 sums of either
+  return t == DType::F32 || isHalfFloat(t);
 }
 
 bool Program::deferredInside(llvm::StringRef output) const {
@@ -318,8 +320,9 @@ llvm::Error Program::setReductionAddend(llvm::StringRef output, const void *buff
   size_t index = std::find(outputNames_.begin(), outputNames_.end(), output) - outputNames_.begin();
   if (index == outputNames_.size())
     return loadError("the program has no output '" + output + "'");
-  if (buffer && slots_[outputSlots_[index]].view.dtype != DType::F32)
-    return loadError("output '" + output + "': reduction addends are float32 only");
+  DType t = slots_[outputSlots_[index]].view.dtype;
+  if (buffer && t != DType::F32 && !isHalfFloat(t))
+    return loadError("output '" + output + "': reduction addends are float32 sums of float32, bf16 or fp16 results");
   addendOfOutput_.resize(outputNames_.size(), nullptr);
   addendOfOutput_[index] = buffer;
   // Which result of which async step computes each output.
@@ -427,6 +430,13 @@ void Program::setOutputCategory(MemoryCategory c) {
   for (MemoryCharge &charge : outputBlockCharges_)
     charge.setCategory(c);
   outputCategory_ = c;
+}
+
+size_t Program::deferredSumBytes() const {
+  size_t bytes = 0;
+  for (const Step &step : steps_)
+    bytes += step.kernel->deferredSumBytes();
+  return bytes;
 }
 
 size_t Program::kernelBytes(MemoryCategory c) const {

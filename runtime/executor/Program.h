@@ -130,7 +130,9 @@ public:
   /// sums; an addend set for a graph output (a buffer of its shape, owned by
   /// the caller; null clears it) is added to what its reduction reduces, so
   /// the last micro-batch reduces the sum of all of them. Reductions are
-  /// linear: the result is the same as reducing every micro-batch.
+  /// linear: the result is the same as reducing every micro-batch. Addends
+  /// are float32 sums; a half result (mixed precision) is widened, added to
+  /// and rounded once before it is reduced.
   void setDeferReductions(bool on) { deferReductions_ = on; }
   llvm::Error setReductionAddend(llvm::StringRef output, const void *buffer);
   /// Whether graph output `output` is the result of an async all-reduce
@@ -140,6 +142,9 @@ public:
   /// sums its operands itself (Kernel::defersInside): complete only in the
   /// last micro-batch, and nothing for the caller to sum.
   bool deferredInside(llvm::StringRef output) const;
+  /// What the kernels that sum deferred micro-batches themselves keep for
+  /// it (Kernel::deferredSumBytes): held from a step with several micro-batches on.
+  size_t deferredSumBytes() const;
 
   /// When on, run() accumulates wall time per op type (qualified name; a
   /// fused cluster is "fused elementwise"), or per node (by the node that

@@ -78,6 +78,9 @@ public:
   /// sum at the last (ZeRO-1's reduce-scatter): its results are complete
   /// only then, and the caller keeps no sums of its own.
   virtual bool defersInside() const { return false; }
+  /// The bytes such a kernel keeps for its sums (Gradients), made at the
+  /// first run that defers: none when a step has one micro-batch.
+  virtual size_t deferredSumBytes() const { return 0; }
 };
 
 /// Builds the kernel for `node` (types are static in the IR), or fails naming

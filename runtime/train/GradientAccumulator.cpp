@@ -83,20 +83,17 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
   for (size_t i = 0; i < names_.size(); ++i) {
     const TensorView &out = outputs[outputIndex_[i]];
     dtypes_[i] = out.dtype;
-    if (out.dtype != DType::F32) { // a half gradient (mixed precision)
-      if (micro_ == 1)
-        grads_[i] = out.data;
-      else
-        addHalf(i, micro, out);
-      continue;
-    }
-    float *g = static_cast<float *>(out.data);
     if (micro_ == 1 || ((deferred_[i] || heldInside_[i]) && last)) { // complete: the program's own result
-      grads_[i] = g;
+      grads_[i] = out.data;
       continue;
     }
     if (heldInside_[i]) // not computed before the last micro-batch
       continue;
+    if (out.dtype != DType::F32) { // a half gradient (mixed precision)
+      addHalf(i, micro, out);
+      continue;
+    }
+    float *g = static_cast<float *>(out.data);
     float *acc = sums_[i].data();
     grads_[i] = acc;
     int64_t n = numel_[i];
@@ -112,12 +109,9 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
 
 void GradientAccumulator::addHalf(size_t i, int64_t micro, const TensorView &out) {
   std::vector<float> &acc = sums_[i];
-  if (acc.empty()) { // made for float gradients (deferred or held inside ones have none)
-    acc.resize(static_cast<size_t>(numel_[i]));
-    sumsCharge_.resize(sumsCharge_.bytes() + acc.size() * sizeof(float));
-  }
   auto *h = static_cast<uint16_t *>(out.data);
-  bool first = micro == 0, last = micro + 1 == micro_;
+  // A deferred reduction's sums stay float32 for its last run to add in.
+  bool first = micro == 0, last = micro + 1 == micro_ && !deferred_[i];
   int64_t n = numel_[i];
   float *a = acc.data();
 #pragma omp parallel for if (n > (1 << 16))

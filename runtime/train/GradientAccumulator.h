@@ -9,11 +9,14 @@
 // last micro-batch's reductions add those sums in before they reduce
 // (Program::setReductionAddend). Reductions are linear, so the sums are
 // those of reducing every micro-batch. A reduce-scatter that defers
-// (ZeRO-1's) sums the whole gradients in its own staging and reduces at the
-// last micro-batch: nothing is kept here for it. Gradients the program does
+// (ZeRO-1's) sums the whole gradients in float32 in its own staging and
+// reduces at the last micro-batch: nothing is kept here for it. Gradients the program does
 // not reduce asynchronously (no dp, ZeRO-2's parts) are summed here as they
 // come. A half gradient (mixed precision) is handed to the step as it is
-// (one micro-batch), or summed in float32 and rounded once (several).
+// (one micro-batch), or summed in float32 and rounded once (several): a
+// deferred reduction gets the float32 sums as its addend and rounds them with
+// the last micro-batch's gradient before it reduces (Megatron's fp32 gradient
+// accumulation; one reduction a step in the half type, as with one micro-batch).
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/executor/Program.h"
