@@ -110,24 +110,38 @@ public:
           if (!made->is("Constant"))
             made->setAttr(kStageAttr, *stage);
     }
-    auto emit = [&](Value *v, const std::string &label) {
+    auto emit = [&](Value *v, const std::string &label) -> llvm::Error {
       Value *d = grads.lookup(v);
       if (!d)
-        return;
-      Node *id = g.createNode("Identity", {d}, {optimizer_io::gradOutput(label)});
+        return llvm::Error::success();
+      // The output's name is the weight's, prefixed: an intermediate the
+      // rules named alike (the builder's "grad.t7" against a weight "t7")
+      // gives it up.
+      const std::string out = optimizer_io::gradOutput(label);
+      if (Value *taken = g.findValue(out)) {
+        if (g.isGraphInput(taken) || g.isGraphOutput(taken))
+          return passError(name(), "the gradient of '" + label + "' would be named '" + out +
+                                       "', which the graph's own input or output already is");
+        g.renameValue(taken, "grad.t");
+      }
+      Node *id = g.createNode("Identity", {d}, {out});
       id->output()->type() = d->type();
       if (const Node *def = d->definingNode(); def && def->hasAttr(kStageAttr))
         id->setAttr(kStageAttr, *def->attr(kStageAttr));
       g.outputs().push_back(id->output());
+      return llvm::Error::success();
     };
     if (wrtInputs()) {
-      for (Value *in : g.inputs())
+      std::vector<Value *> inputs = g.inputs();
+      for (Value *in : inputs)
         if (isFloat(in->type().dtype))
-          emit(in, in->name());
+          if (auto err = emit(in, in->name()))
+            return err;
     } else {
       for (Node *n : nodes)
         if (isTrainableWeight(*n))
-          emit(n->output(), n->stringAttr("name", ""));
+          if (auto err = emit(n->output(), n->stringAttr("name", "")))
+            return err;
     }
     // Every node made here is the backward's (split-programs' "backward").
     llvm::DenseSet<const Node *> forward(nodes.begin(), nodes.end());

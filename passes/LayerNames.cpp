@@ -13,7 +13,9 @@ std::string layerKey(llvm::StringRef name) {
     size_t end = i + 1;
     while (end < name.size() && llvm::isDigit(name[end]))
       ++end;
-    if (end == name.size() || name[end] == '.' || name[end] == '/') {
+    // A path component: more follows ("h.3/attn", "h.3.weight"). A number
+    // at the very end is a counter ("MatMul.1": a pass's copy), no layer.
+    if (end < name.size() && (name[end] == '.' || name[end] == '/')) {
       // One spelling for a node's path and a weight's name: "/h.3" and "h.3" are "h.3".
       std::string key = name.take_front(end).ltrim('/').str();
       std::replace(key.begin(), key.end(), '/', '.');

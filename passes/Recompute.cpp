@@ -4,7 +4,8 @@
 // autodiff. A forward value the backward reads is saved between a
 // micro-batch's forward and its backward; this pass has the backward compute
 // some of them again instead, from values that stay saved:
-//   full       per transformer layer (LayerNames.h), every value the
+//   full       per transformer layer (named as LayerNames.h says, else as
+//              the dataflow shows, LayerStructure.h), every value the
 //              backward reads that only the layer itself reads in the
 //              forward: the layer's forward runs again in the backward from
 //              its inputs (the residual stream coming in, the mask, ...),
@@ -23,6 +24,7 @@
 #include "compiler/ops/OpRegistry.h"
 #include "passes/AddOptimizer.h"
 #include "passes/LayerNames.h"
+#include "passes/LayerStructure.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -47,25 +49,33 @@ public:
       return passError(name(), "the graph has no backward (run autodiff first)");
     std::vector<llvm::DenseSet<const Node *>> groups = mode_ == "full" ? layers(nodes) : attentionCores(nodes);
     if (groups.empty())
-      return passError(name(), mode_ == "full" ? "no node is named after a numbered layer (\"/h.0/...\"): full "
-                                                  "recompute works per layer"
-                                                : "the forward has no attention softmax to recompute");
+      return passError(name(), mode_ == "full"
+                                   ? "no layers: no node is named after a numbered layer (\"/h.0/...\"), and the "
+                                     "forward has no run of repeating blocks joined by one value (a residual "
+                                     "stream): full recompute works per layer"
+                                   : "the forward has no attention softmax to recompute");
     for (const auto &group : groups)
       recomputeGroup(g, nodes, group, /*keepBoundary=*/mode_ == "full");
     return g.sortTopologically();
   }
 
 private:
-  /// full: the forward's nodes by layer.
+  /// full: the forward's nodes by layer, from their names or else from the dataflow.
   static std::vector<llvm::DenseSet<const Node *>> layers(const std::vector<Node *> &nodes) {
     std::map<std::string, llvm::DenseSet<const Node *>> byLayer;
+    std::vector<const Node *> forward;
     for (const Node *n : nodes)
-      if (inForward(*n))
+      if (inForward(*n)) {
+        forward.push_back(n);
         if (std::string key = layerOf(*n); !key.empty())
           byLayer[key].insert(n);
+      }
     std::vector<llvm::DenseSet<const Node *>> out;
     for (auto &[key, set] : byLayer)
       out.push_back(std::move(set));
+    if (out.empty())
+      for (const std::vector<const Node *> &layer : layersByStructure(forward))
+        out.emplace_back(layer.begin(), layer.end());
     return out;
   }
 
@@ -187,7 +197,8 @@ private:
 
 PassInfo recomputePass() {
   return {"recompute", "Recompute activations in the backward instead of saving them (Megatron's full, selective)",
-          "After autodiff: mode=full copies each layer's forward into the backward for the values the backward "
+          "After autodiff: mode=full copies each layer's forward (a numbered module path, or else a block of the "
+          "run the forward repeats, joined to the next by one value) into the backward for the values the backward "
           "reads that only the layer reads in the forward, computed from the layer's inputs (which stay saved); "
           "mode=selective does so for each attention core (the scores product, its scaling and mask, the "
           "softmax) from Q and K. The copies are backward nodes; the results are the same operations.",

@@ -63,7 +63,7 @@ void unfuseSlicedProjections(Graph &g) {
       Value *wv = weightView(g, w, {0, begin}, {k, end - begin});
       Value *bv = weightView(g, b, {begin}, {end - begin});
       Node *part = g.createNode("Linear", {lin->input(0), wv, bv}, {s->output()->name() + ".proj"}, "partita",
-                                lin->name() + "." + std::to_string(begin));
+                                lin->name() + "#" + std::to_string(begin));
       part->output()->type() = s->output()->type();
       g.replaceAllUsesWith(s->output(), part->output(), /*takeName=*/true);
       g.eraseNode(s);
@@ -93,7 +93,7 @@ void unfuseSplitProjections(Graph &g) {
       Value *wv = weightView(g, w, {0, offset}, {k, width});
       Value *bv = weightView(g, b, {offset}, {width});
       Node *part = g.createNode("Linear", {lin->input(0), wv, bv}, {piece->name() + ".proj"}, "partita",
-                                lin->name() + "." + std::to_string(offset / std::max<int64_t>(width, 1)));
+                                lin->name() + "#" + std::to_string(offset / std::max<int64_t>(width, 1)));
       part->output()->type() = piece->type();
       g.replaceAllUsesWith(piece, part->output(), /*takeName=*/true);
       offset += width;
@@ -175,12 +175,12 @@ void unfuseReshapedProjections(Graph &g) {
       std::vector<Value *> ins = {lin->input(0), weightView(g, w, {0, i * width}, {k, width})};
       if (b)
         ins.push_back(weightView(g, b, {i * width}, {width}));
-      std::string base = reshape->output()->name() + "." + std::to_string(i);
-      Node *part = g.createNode("Linear", ins, {base + ".proj"}, "partita", lin->name() + "." + std::to_string(i));
+      std::string base = reshape->output()->name() + "#" + std::to_string(i);
+      Node *part = g.createNode("Linear", ins, {base + ".proj"}, "partita", lin->name() + "#" + std::to_string(i));
       part->output()->type() = lin->output()->type();
       part->output()->type().shape = linShape;
       Node *view = g.createNode("Reshape", {part->output(), g.createShapeConstant(pieceShape, base + ".shape")},
-                                {base + ".view"}, "", reshape->name() + "." + std::to_string(i));
+                                {base + ".view"}, "", reshape->name() + "#" + std::to_string(i));
       view->output()->type() = reshape->output()->type();
       view->output()->type().shape = pieceShape;
       parts.push_back(view->output());

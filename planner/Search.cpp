@@ -4,6 +4,7 @@
 #include "compiler/onnx/OnnxImport.h"
 #include "llvm/Support/Path.h"
 #include "passes/LayerNames.h"
+#include "passes/LayerStructure.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,7 +23,7 @@ double now() {
 struct ModelFacts {
   int64_t batch = 1;          // the compiled micro-batch size (token ids' first dimension)
   double parameters = 0;      // elements of its float initializers
-  int64_t layers = 0;         // numbered layers (LayerNames.h)
+  int64_t layers = 0;         // layers by name (LayerNames.h), else by structure (LayerStructure.h)
   int64_t sequence = 1;       // tokens per sequence (the token ids' second dimension)
   std::vector<std::pair<std::string, Shape>> batchInputs; // inputs whose first dimension is the batch
   std::string copy; // the model with its inline weights moved to external data, or ""
@@ -47,14 +48,18 @@ llvm::Expected<ModelFacts> modelFacts(const ProfileContext &ctx) {
     if (!in->type().shape.empty() && in->type().shape[0] == f.batch)
       f.batchInputs.push_back({in->name(), in->type().shape});
   std::set<std::string> layers;
+  std::vector<const Node *> forward;
   for (const Node *n : (*g)->nodes()) {
     if (n->is("Weight") && isFloat(n->output()->type().dtype))
       f.parameters += static_cast<double>(n->output()->type().numel());
+    if (!n->is("Weight") && !n->is("Constant"))
+      forward.push_back(n);
     std::string key = layerKey(n->name());
     if (!key.empty())
       layers.insert(key);
   }
-  f.layers = static_cast<int64_t>(layers.size());
+  // Layers by their names, else as the dataflow shows them (as recompute finds them).
+  f.layers = static_cast<int64_t>(layers.empty() ? layersByStructure(forward).size() : layers.size());
   // Weights inside the .onnx: each compile would parse them and write every
   // rank's shards. One copy with external data instead, which the layouts'
   // compiles then read by reference (typed, never loaded).

@@ -336,7 +336,7 @@ def zero_rss(fig, path):
     c = Chart("Peak RSS of the largest rank by ZeRO stage (dp 2)", "ZeRO stage (--zero)", "peak RSS (MB)")
     c.set_y(0, 1200, nice_ticks(0, 1200, 6))
     series = [(s["label"], s["values"]) for s in d["peak_rss_MB"]]
-    cats = grouped_bars(c, [f"ZeRO {z}" for z in d["stages"]], series, ["#c9d5e6", "#7f9fcb", "#2f6bbd"],
+    cats = grouped_bars(c, [f"ZeRO {z}" for z in d["stages"]], series, ["#dde5f0", "#c9d5e6", "#7f9fcb", "#2f6bbd"],
                         label_size=9)
     c.write(path, cats)
 
@@ -347,7 +347,7 @@ def zero_step(fig, path):
     c.set_y(0, 1.6, nice_ticks(0, 1.6))
     yy = c.y(1.0)
     series = [(s["label"], s["values"]) for s in d["step_time_over_zero0"]]
-    cats = grouped_bars(c, [f"ZeRO {z}" for z in d["stages"]], series, ["#d8a0a0", "#7f9fcb", "#2f6bbd"],
+    cats = grouped_bars(c, [f"ZeRO {z}" for z in d["stages"]], series, ["#d8a0a0", "#c9d5e6", "#7f9fcb", "#2f6bbd"],
                         fmtv=fmt2)
     c.add(f'<line x1="{c.left}" y1="{yy:.1f}" x2="{c.right}" y2="{yy:.1f}" stroke="#333" stroke-dasharray="4,3"/>')
     c.key("ZeRO 0 = 1.00", "#333", "line", "4,3", None)

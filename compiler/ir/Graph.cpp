@@ -167,6 +167,12 @@ void Graph::replaceAllUsesWith(Value *from, Value *to, bool takeName) {
       o = to;
 }
 
+void Graph::renameValue(Value *v, llvm::StringRef base) {
+  byName_.erase(v->name_);
+  v->name_ = uniqueName(base);
+  byName_[v->name_] = v;
+}
+
 std::vector<Node *> Graph::nodes() const {
   std::vector<Node *> out;
   out.reserve(nodes_.size());

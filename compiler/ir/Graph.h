@@ -164,6 +164,8 @@ public:
   /// stay), and gives `to` the output's name.
   void replaceGraphOutput(Value *from, Value *to);
   bool isGraphOutput(const Value *v) const;
+  /// Gives `v` a fresh name made from `base`; its old name becomes free.
+  void renameValue(Value *v, llvm::StringRef base);
   bool isGraphInput(const Value *v) const;
 
   /// Live nodes in program order.
