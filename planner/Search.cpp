@@ -236,8 +236,10 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
   auto variants = [&](const Layout &cls, const LayoutProfile &profile) {
     const int dp = o.devices / (cls.tp * cls.pp);
     for (int zero : o.zeroStages) {
-      if (dp == 1 && zero > 0)
+      if (dp == 1 && zero > 0) {
+        ++result.zeroWithoutDp;
         continue;
+      }
       std::vector<std::string> schedules = cls.pp == 1 ? std::vector<std::string>{"1f1b"}
                                            : cls.virtualStages > 1 ? std::vector<std::string>{"interleaved"}
                                                                    : o.schedules;

@@ -50,6 +50,7 @@ struct SearchResult {
   std::vector<std::pair<Layout, std::string>> failed; // classes that do not compile, and why
   int classes = 0, profiled = 0, skippedForMemory = 0, unexplored = 0, compiles = 0;
   int skippedForBatch = 0; // (tp, pp, micro-batch size) whose dp does not divide the global batch
+  int zeroWithoutDp = 0;   // layouts of dp 1 at a ZeRO stage above 0 (nothing to partition): not formed
   double seconds = 0;
   int64_t globalBatch = 0;
   ProfileContext context; // as the layouts were compiled (the model's batch inputs; layoutInputShapes)

@@ -32,15 +32,15 @@ static cl::SubCommand planCmd(
     "  Worked example: GPT-3 175B (models/make_gpt_shape.py --layers 96 --d 12288 --heads 96 --vocab 51200) on\n"
     "  1,024 A100-80GB, 8 per node, 1,536 sequences of 2,048 tokens per step:\n"
     "    partita plan gpt3.onnx --devices 1024 --machine a100-80gb --global-batch 1536 --top 3 --budget 180\n"
-    "  compiles the most promising layout classes (about 20 s each at this size), then prints the 3 fastest\n"
+    "  compiles the most promising layout classes (about 25 s each at this size), then prints the 3 fastest\n"
     "  that fit 85.9 GB (80 GiB) per GPU, the first of them:\n"
-    "    1   tp8 pp32 v3 dp4 zero1 interleaved recompute=none bf16 m=384 mbs=1   (step) 34.4 s ...\n"
+    "    1   tp4 pp16 dp16 zero1 1f1b recompute=none bf16 m=96 mbs=1   (step) 25.7 s ...\n"
     "  with tokens/s, MFU, TFLOP/s per GPU and the peak by category (params / grads / optimizer / activations\n"
     "  / workspace / other, as launch --memory counts them); then why #2 and #3 lose to #1 (by how much, and\n"
     "  in which part: compute, tp or dp collectives, pipeline bubble, optimizer step), the layouts rejected for\n"
     "  memory with the category that breaks the cap, and the compile and launch command lines of the best.\n"
-    "  Megatron-LM's published layout for this run (tp 8, pp 16, dp 8, full recompute) is predicted at 60.7 s\n"
-    "  a step, half of it all-reduces of bf16 gradients, which Partita's runtime runs every micro-batch.\n"
+    "  Megatron-LM's published layout for this run (tp 8, pp 16, dp 8, full recompute) is predicted at 41.2 s\n"
+    "  a step: each micro-batch costs its busiest stage 35 ms forward and 128 ms backward (recompute included).\n"
     "  --compile -o out/ compiles the best; --explain shows where its time goes; --tp/--pp/--zero/... pin\n"
     "  dimensions. This machine, measured: partita plan --calibrate --devices 2 -o cpu.json, then --machine\n"
     "  cpu.json.");
@@ -305,6 +305,9 @@ int planMain() {
       os << " " << result->skippedForMemory << " class(es) need more by a floor under their memory;";
     if (result->skippedForBatch)
       os << " " << result->skippedForBatch << " do not divide the global batch (--global-batch);";
+    if (result->zeroWithoutDp)
+      os << " " << result->zeroWithoutDp << " left dp 1, where --zero above 0 has nothing to partition (ZeRO "
+         << "needs dp >= 2: allow --zero 0, or fewer --tp/--pp for more devices);";
     if (!result->failed.empty())
       os << " " << result->failed.size() << " do not compile (below);";
     if (result->unexplored)
