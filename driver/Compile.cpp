@@ -357,6 +357,9 @@ llvm::Expected<CompiledPlan> compileModel(const CompileOptions &o) {
   if (o.dp > 1 && o.train)
     if (auto err = applyDataParallel(o, g))
       return std::move(err);
+  if (o.train)
+    if (auto err = runPipeline(g, "weights-into-backward,cse,dce"))
+      return std::move(err);
   Plan &plan = out.plan;
   plan = makePlan(g.mesh);
   auto stages = splitStages(o, g, plan);

@@ -14,7 +14,7 @@ void registerAllPasses() {
                              insertCollectivesPass, hoistShardSlicesPass, localizePass, dataParallelPass, coalesceCollectivesPass, autodiffPass, addLossPass, splitFusedProjectionsPass, replicateKvHeadsPass,
                              classifyParametersPass, tieEmbeddingsPass, addOptimizerPass, zeroPartitionPass, assignStagesPass, recomputePass,
                              copySharedWeightsPass, mixedPrecisionPass, saveHalfActivationsPass, halfGradientsPass,
-                             halfParametersPass, splitPipelinePass, splitProgramsPass})
+                             halfParametersPass, weightValuesInBackwardPass, splitPipelinePass, splitProgramsPass})
     PassRegistry::get().add(make());
 }
 

@@ -41,5 +41,6 @@ PassInfo halfGradientsPass();
 PassInfo halfParametersPass();
 PassInfo splitPipelinePass();
 PassInfo splitProgramsPass();
+PassInfo weightValuesInBackwardPass();
 
 } // namespace partita
