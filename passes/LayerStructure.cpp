@@ -42,16 +42,18 @@ Segments segments(llvm::ArrayRef<const Node *> forward) {
     }
     carries[i] = data && weight;
   }
-  // A node the rest of the forward does not read (a copy saved for the
-  // backward, which the sort places right before its reader there; the
-  // loss) neither holds what it reads live nor cuts: it joins the segment of
-  // what it reads, after the cuts are made.
-  std::vector<bool> side(n, true);
-  for (size_t i = 0; i < n; ++i)
+  // A node only the backward reads (a copy saved for it, which the sort
+  // places right before its reader there) neither holds what it reads live
+  // nor cuts: it joins the segment of what it reads, after the cuts are made.
+  // (A result nothing reads, the model's output, is no such copy.)
+  std::vector<bool> side(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    bool readHere = false, readElsewhere = false;
     for (const Value *out : forward[i]->outputs())
       for (const Node *u : out->users())
-        if (pos.count(u))
-          side[i] = false;
+        (pos.count(u) ? readHere : readElsewhere) = true;
+    side[i] = readElsewhere && !readHere;
+  }
   // How many carried values are still to be read after each node: each
   // counts from its node to its last reader in the forward.
   std::vector<int64_t> born(n, 0), dies(n, 0);
