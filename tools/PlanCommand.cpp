@@ -39,8 +39,8 @@ static cl::SubCommand planCmd(
     "  / workspace / other, as launch --memory counts them); then why #2 and #3 lose to #1 (by how much, and\n"
     "  in which part: compute, tp or dp collectives, pipeline bubble, optimizer step), the layouts rejected for\n"
     "  memory with the category that breaks the cap, and the compile and launch command lines of the best.\n"
-    "  Megatron-LM's published layout for this run (tp 8, pp 16, dp 8, full recompute) is predicted at 41.2 s\n"
-    "  a step: each micro-batch costs its busiest stage 35 ms forward and 128 ms backward (recompute included).\n"
+    "  Megatron-LM's published layout for this run (tp 8, pp 16, dp 8, full recompute) is predicted at 35.4 s\n"
+    "  a step (124 TFLOP/s per GPU by the paper's count; it measured 140).\n"
     "  --compile -o out/ compiles the best; --explain shows where its time goes; --tp/--pp/--zero/... pin\n"
     "  dimensions. This machine, measured: partita plan --calibrate --devices 2 -o cpu.json, then --machine\n"
     "  cpu.json.");
