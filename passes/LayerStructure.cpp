@@ -1,5 +1,6 @@
 //===- LayerStructure.cpp -------------------------------------------------===//
 #include "passes/LayerStructure.h"
+#include "passes/ClassifyParameters.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include <string>
@@ -7,8 +8,6 @@
 namespace partita {
 
 namespace {
-
-bool isTrainableWeight(const Node *n) { return n && n->is("Weight") && n->intAttr("trainable", 1) != 0; }
 
 /// The carried nodes between consecutive cuts (steps 1 and 2): per segment,
 /// those the forward reads on from, and those it does not (read by the
@@ -32,7 +31,7 @@ Segments segments(llvm::ArrayRef<const Node *> forward) {
       if (!in)
         continue;
       data |= !in->definingNode() || fromData.count(in);
-      weight |= isTrainableWeight(in->definingNode()) || fromWeight.count(in);
+      weight |= (in->definingNode() && isTrainableWeight(*in->definingNode())) || fromWeight.count(in);
     }
     for (const Value *out : forward[i]->outputs()) {
       if (data)

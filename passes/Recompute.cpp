@@ -165,18 +165,10 @@ private:
       std::vector<Value *> ins;
       for (Value *in : n->inputs())
         ins.push_back(in && copyOf.count(in) ? copyOf[in] : in);
-      std::vector<std::string> outs;
-      for (const Value *o : n->outputs())
-        outs.push_back(o->name() + ".recomputed");
-      Node *c = g.createNode(n->op(), ins, outs, n->domain(), n->name() + ".recomputed");
-      for (const auto &[k, a] : n->attrs())
-        c->setAttr(k, a);
+      Node *c = g.cloneNode(*n, ins, ".recomputed");
       c->setAttr(kProgramAttr, Attribute::ofString(optimizer_io::kBackward));
-      for (size_t i = 0; i < n->numOutputs(); ++i) {
-        c->output(i)->type() = n->output(i)->type();
-        c->output(i)->sharding() = n->output(i)->sharding();
+      for (size_t i = 0; i < n->numOutputs(); ++i)
         copyOf[n->output(i)] = c->output(i);
-      }
     }
     for (const Value *v : targets) {
       std::vector<Node *> readers(v->users().begin(), v->users().end());

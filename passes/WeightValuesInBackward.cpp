@@ -25,6 +25,7 @@
 #include "passes/Passes.h"
 #include "passes/SplitPrograms.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include <functional>
 
 namespace partita {
@@ -43,7 +44,7 @@ public:
     auto inProgram = [&](const Node &n, llvm::StringRef p) { return programOf.lookup(&n) == p; };
     // Forward nodes whose operands all come from weights, constants and
     // such nodes, with no communication and no product among them.
-    llvm::DenseMap<const Node *, bool> madeOfWeights;
+    llvm::DenseSet<const Node *> madeOfWeights;
     for (const Node *n : nodes) {
       if (!inProgram(*n, kForwardProgram) || n->numInputs() == 0 || hasTrait(*n, OpTrait::Collective) ||
           hasTrait(*n, OpTrait::Contraction))
@@ -51,35 +52,27 @@ public:
       bool all = true;
       for (const Value *in : n->inputs()) {
         const Node *def = in ? in->definingNode() : nullptr;
-        all &= !in || (def && (def->is("Weight") || def->is("Constant") || madeOfWeights.lookup(def)));
+        all &= !in || (def && (def->is("Weight") || def->is("Constant") || madeOfWeights.count(def)));
       }
       if (all)
-        madeOfWeights[n] = true;
+        madeOfWeights.insert(n);
     }
     llvm::DenseMap<const Value *, Value *> copyOf; // per stage attribute: a value's backward copy
     std::function<Value *(Value *, const Attribute *)> backwardCopy = [&](Value *v, const Attribute *stage) {
       Node *def = v->definingNode();
-      if (!def || !madeOfWeights.lookup(def))
+      if (!def || !madeOfWeights.count(def))
         return v; // a weight or constant: read as it is
       if (Value *c = copyOf.lookup(v); c && sameStage(c, stage))
         return c;
       std::vector<Value *> ins;
       for (Value *in : def->inputs())
         ins.push_back(in ? backwardCopy(in, stage) : nullptr);
-      std::vector<std::string> outs;
-      for (const Value *out : def->outputs())
-        outs.push_back(out->name() + ".backward");
-      Node *m = g.createNode(def->op(), ins, outs, def->domain(), def->name().empty() ? "" : def->name() + ".backward");
-      for (const auto &[k, a] : def->attrs())
-        m->setAttr(k, a);
+      Node *m = g.cloneNode(*def, ins, ".backward");
       m->setAttr(optimizer_io::kProgramAttr, Attribute::ofString(optimizer_io::kBackward));
       if (stage)
         m->setAttr(kStageAttr, *stage);
-      for (size_t i = 0; i < def->numOutputs(); ++i) {
-        m->output(i)->type() = def->output(i)->type();
-        m->output(i)->sharding() = def->output(i)->sharding();
+      for (size_t i = 0; i < def->numOutputs(); ++i)
         copyOf[def->output(i)] = m->output(i);
-      }
       return copyOf.lookup(v);
     };
     bool changed = false;
@@ -89,7 +82,7 @@ public:
       for (size_t i = 0; i < u->numInputs(); ++i) {
         Value *in = u->input(i);
         const Node *def = in ? in->definingNode() : nullptr;
-        if (!def || !madeOfWeights.lookup(def))
+        if (!def || !madeOfWeights.count(def))
           continue;
         u->setInput(i, backwardCopy(in, u->attr(kStageAttr)));
         changed = true;

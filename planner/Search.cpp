@@ -280,7 +280,7 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
     for (const StageProfile &stage : profiles.back()->stages)
       real = std::max(real, static_cast<double>(stage.memory[static_cast<size_t>(rt::MemoryCategory::Activations)]));
     const double seen = std::max(1.0, real / activationFloor(cls, *facts));
-    auto [it, added] = activationRatio.try_emplace(cls.recompute + "/tp" + std::to_string(cls.tp) + "/" + cls.precision, seen);
+    auto [it, added] = activationRatio.try_emplace(kind, seen);
     if (!added)
       it->second = std::min(it->second, seen);
     variants(cls, *profiles.back());

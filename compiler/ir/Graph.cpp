@@ -167,6 +167,20 @@ void Graph::replaceAllUsesWith(Value *from, Value *to, bool takeName) {
       o = to;
 }
 
+Node *Graph::cloneNode(const Node &n, llvm::ArrayRef<Value *> inputs, llvm::StringRef suffix) {
+  std::vector<std::string> outs;
+  for (const Value *o : n.outputs())
+    outs.push_back(o->name() + suffix.str());
+  Node *c = createNode(n.op(), inputs, outs, n.domain(), n.name() + suffix.str());
+  for (const auto &[k, a] : n.attrs())
+    c->setAttr(k, a);
+  for (size_t i = 0; i < n.numOutputs(); ++i) {
+    c->output(i)->type() = n.output(i)->type();
+    c->output(i)->sharding() = n.output(i)->sharding();
+  }
+  return c;
+}
+
 void Graph::renameValue(Value *v, llvm::StringRef base) {
   byName_.erase(v->name_);
   v->name_ = uniqueName(base);

@@ -149,6 +149,9 @@ public:
   Node *createNode(llvm::StringRef op, llvm::ArrayRef<Value *> inputs,
                    llvm::ArrayRef<std::string> outputNames, llvm::StringRef domain = "",
                    llvm::StringRef nodeName = "");
+  /// A copy of node `n` (op, attributes, result types and shardings) reading
+  /// `inputs`, its results and itself named as `n`'s plus `suffix`.
+  Node *cloneNode(const Node &n, llvm::ArrayRef<Value *> inputs, llvm::StringRef suffix);
   /// Constant node holding `t`; returns its value.
   Value *createConstant(const Tensor &t, llvm::StringRef nameHint);
   /// An i64[rank] constant holding `shape` (a Reshape or Expand target).

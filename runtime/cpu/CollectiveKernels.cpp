@@ -254,8 +254,10 @@ private:
         size_t block = in.bytes() / static_cast<size_t>(parts_);
         const char *src = static_cast<const char *>(in.data) + static_cast<size_t>(p) * block;
         int64_t n = static_cast<int64_t>(block / elem_);
-        if (sums)
-          sumBlock(in.dtype, src, sums, deferring ? nullptr : dst, n, !summed_);
+        if (deferring)
+          accumulate(in.dtype, src, sums, n, !summed_);
+        else if (sums) // the last micro-batch after deferred ones
+          addAndRound(in.dtype, src, sums, dst, n);
         else
           std::memcpy(dst, src, block);
         sums = sums ? sums + n : nullptr;
@@ -313,33 +315,38 @@ private:
     return llvm::Error::success();
   }
 
-  /// n elements of `t` at src, summed in float32: into `sums` (the first
-  /// micro-batch's replacing them), or with `out` given (the last
-  /// micro-batch's), sums plus src rounded once to `t` at out.
-  static void sumBlock(DType t, const char *src, float *sums, char *out, int64_t n, bool first) {
+  /// Adds n elements of `t` at src, widened, to the float32 `sums` (the
+  /// first micro-batch's replacing them).
+  static void accumulate(DType t, const void *src, float *sums, int64_t n, bool first) {
     if (t == DType::F32) {
-      const auto *x = reinterpret_cast<const float *>(src);
-      auto *o = reinterpret_cast<float *>(out);
+      const auto *x = static_cast<const float *>(src);
 #pragma omp parallel for if (n > (1 << 16))
-      for (int64_t k = 0; k < n; ++k) {
-        float v = first ? x[k] : sums[k] + x[k];
-        if (o)
-          o[k] = v;
-        else
-          sums[k] = v;
-      }
+      for (int64_t k = 0; k < n; ++k)
+        sums[k] = first ? x[k] : sums[k] + x[k];
       return;
     }
-    const auto *x = reinterpret_cast<const uint16_t *>(src);
-    auto *o = reinterpret_cast<uint16_t *>(out);
+    const auto *x = static_cast<const uint16_t *>(src);
 #pragma omp parallel for if (n > (1 << 16))
-    for (int64_t k = 0; k < n; ++k) {
-      float v = first ? widenHalf(t, x[k]) : sums[k] + widenHalf(t, x[k]);
-      if (o)
-        o[k] = roundToHalf(t, v);
-      else
-        sums[k] = v;
+    for (int64_t k = 0; k < n; ++k)
+      sums[k] = first ? widenHalf(t, x[k]) : sums[k] + widenHalf(t, x[k]);
+  }
+
+  /// out = the float32 `sums` plus n elements of `t` at src, rounded once to
+  /// `t` (a half type widened for the sum).
+  static void addAndRound(DType t, const void *src, const float *sums, void *out, int64_t n) {
+    if (t == DType::F32) {
+      const auto *x = static_cast<const float *>(src);
+      auto *o = static_cast<float *>(out);
+#pragma omp parallel for if (n > (1 << 16))
+      for (int64_t k = 0; k < n; ++k)
+        o[k] = sums[k] + x[k];
+      return;
     }
+    const auto *x = static_cast<const uint16_t *>(src);
+    auto *o = static_cast<uint16_t *>(out);
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t k = 0; k < n; ++k)
+      o[k] = roundToHalf(t, sums[k] + widenHalf(t, x[k]));
   }
 
   /// Whether the views lie back to back in memory, in order (one block).
@@ -360,22 +367,7 @@ private:
         std::memcpy(dst, in.data, in.bytes());
       return;
     }
-    const float *b = static_cast<const float *>(addend);
-    int64_t n = in.numel();
-    if (isHalfFloat(in.dtype)) {
-      const auto *a = static_cast<const uint16_t *>(in.data);
-      auto *d = static_cast<uint16_t *>(dst);
-      DType t = in.dtype;
-#pragma omp parallel for if (n > (1 << 16))
-      for (int64_t k = 0; k < n; ++k)
-        d[k] = roundToHalf(t, widenHalf(t, a[k]) + b[k]);
-      return;
-    }
-    const float *a = static_cast<const float *>(in.data);
-    float *d = static_cast<float *>(dst);
-#pragma omp parallel for if (n > (1 << 16))
-    for (int64_t k = 0; k < n; ++k)
-      d[k] = a[k] + b[k];
+    addAndRound(in.dtype, in.data, static_cast<const float *>(addend), dst, in.numel());
   }
 
   /// The results, one after another in `from` (a bucket's staging buffer,

@@ -110,8 +110,7 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
 void GradientAccumulator::addHalf(size_t i, int64_t micro, const TensorView &out) {
   std::vector<float> &acc = sums_[i];
   auto *h = static_cast<uint16_t *>(out.data);
-  // A deferred reduction's sums stay float32 for its last run to add in.
-  bool first = micro == 0, last = micro + 1 == micro_ && !deferred_[i];
+  bool first = micro == 0, last = micro + 1 == micro_;
   int64_t n = numel_[i];
   float *a = acc.data();
 #pragma omp parallel for if (n > (1 << 16))
