@@ -14,7 +14,7 @@
 #include "runtime/core/DeviceRegistry.h"
 #include "runtime/io/Npy.h"
 #include "runtime/comm/PendingSends.h"
-#include "runtime/train/HostTensor.h"
+#include "runtime/core/DeviceTensor.h"
 #include "runtime/train/TraceLog.h"
 #include "runtime/schedule/PipelineSchedule.h"
 #include "runtime/session/InputRoles.h"
@@ -824,11 +824,17 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
   for (int i = 0; i < repeat; ++i)
     for (size_t j : mine) {
       llvm::StringMap<rt::TensorView> feeds;
+      std::vector<rt::DeviceTensor> onDevice; // the micro-batch's inputs
       for (const auto &in : forward.inputs()) {
         auto t = micro.batches[j].find(in.name);
         if (t == micro.batches[j].end())
           return fail("stage " + llvm::Twine(stage) + ": no value for input '" + in.name + "'");
-        feeds[in.name] = rt::viewOf(t->second);
+        auto on = rt::DeviceTensor::upload(session.device(), t->second, rt::MemoryCategory::Activations,
+                                           "input " + in.name);
+        if (!on)
+          return on.takeError();
+        feeds[in.name] = on->view();
+        onDevice.push_back(std::move(*on));
       }
       auto ran = forward.run(feeds);
       if (!ran)
@@ -838,7 +844,7 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
       for (size_t o = 0; o < plan.outputs.size(); ++o)
         for (size_t k = 0; k < ran->size(); ++k)
           if (forward.outputNames()[k] == plan.outputs[o].name)
-            outs[o].push_back(rt::hostCopy((*ran)[k]));
+            outs[o].push_back(rt::download(session.device(), (*ran)[k]));
     }
   if (auto err = rt::PendingSends::process().drain())
     return err;

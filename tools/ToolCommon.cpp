@@ -1,5 +1,6 @@
 //===- ToolCommon.cpp -----------------------------------------------------===//
 #include "runtime/core/DeviceRegistry.h"
+#include "runtime/core/DeviceTensor.h"
 #include "tools/ToolCommon.h"
 #include "compiler/ir/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -75,14 +76,16 @@ llvm::Expected<RunResult> runOnDevice(const Graph &g, const llvm::StringMap<Tens
 llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, const llvm::StringMap<Tensor> &inputs,
                                     const RunOptions &opts) {
   program.setProfiling(opts.profile);
-  // Inputs stay in host memory the CPU device can read directly.
+  // Inputs on the device (the host bytes themselves where it shares host memory).
   llvm::StringMap<rt::TensorView> views;
+  std::vector<rt::DeviceTensor> onDevice;
   for (const auto &entry : inputs) {
-    rt::TensorView v;
-    v.dtype = entry.second.dtype();
-    v.shape = entry.second.shape();
-    v.data = const_cast<uint8_t *>(entry.second.data());
-    views[entry.getKey()] = v;
+    auto on = rt::DeviceTensor::upload(device, entry.second, rt::MemoryCategory::Activations,
+                                       "input " + entry.getKey());
+    if (!on)
+      return on.takeError();
+    views[entry.getKey()] = on->view();
+    onDevice.push_back(std::move(*on));
   }
   RunResult result;
   rt::InferenceSchedule schedule;

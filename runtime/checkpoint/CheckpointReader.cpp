@@ -206,14 +206,29 @@ llvm::Expected<const SavedCheckpoint::Tensor *> SavedCheckpoint::matching(const 
   return saved;
 }
 
-llvm::Error SavedCheckpoint::load(const StateTensor &t) const {
+llvm::Error SavedCheckpoint::load(const StateTensor &t, Device &device) const {
   llvm::StringRef kind = savedKind(t.kind);
   auto found = matching(t, kind);
   if (!found)
     return found.takeError();
   const Tensor *saved = *found;
-  if (saved->dtype == t.view.dtype)
-    return fill(*saved, t, t.view.data);
+  // Filled in host memory, then copied to the device (in place on one sharing host memory).
+  std::vector<uint8_t> staging;
+  void *host = t.view.data;
+  if (!device.sharesHostMemory()) {
+    staging.resize(t.view.bytes());
+    host = staging.data();
+  }
+  auto toDevice = [&] {
+    if (host != t.view.data)
+      device.copyFromHost(t.view.data, host, staging.size());
+  };
+  if (saved->dtype == t.view.dtype) {
+    if (auto err = fill(*saved, t, host))
+      return err;
+    toDevice();
+    return llvm::Error::success();
+  }
   bool half = t.view.dtype == DType::BF16 || t.view.dtype == DType::F16;
   if (saved->dtype != DType::F32 || !half)
     return fail(indexPath_ + " holds " + kind + " of '" + t.name + "' in " + dtypeName(saved->dtype) +
@@ -221,14 +236,16 @@ llvm::Error SavedCheckpoint::load(const StateTensor &t) const {
   std::vector<float> wide(static_cast<size_t>(t.box.numel()));
   if (auto err = fill(*saved, t, wide.data()))
     return err;
-  roundToHalfRow(t.view.dtype, wide.data(), static_cast<uint16_t *>(t.view.data), 0, t.box.numel());
+  roundToHalfRow(t.view.dtype, wide.data(), static_cast<uint16_t *>(host), 0, t.box.numel());
+  toDevice();
   return llvm::Error::success();
 }
 
 llvm::Error SavedCheckpoint::checkPlan(const Plan &plan) const {
   // What the plan trains: each parameter's weight and moments, whole shards
   // (the names and shapes do not depend on the rank).
-  TrainState want(plan, plan.ranks.empty() ? std::map<std::string, int64_t>{} : plan.ranks[0].coords);
+  CpuDevice none; // no tensor is read or written
+  TrainState want(plan, plan.ranks.empty() ? std::map<std::string, int64_t>{} : plan.ranks[0].coords, none);
   for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
     for (StateKind kind : {StateKind::Weight, StateKind::Moment1, StateKind::Moment2})
       if (auto err = want.add(i, kind, TensorView{plan.paramTypes[i].dtype, plan.paramTypes[i].shape, nullptr}))
@@ -310,7 +327,7 @@ llvm::Error loadCheckpoint(TrainState &state, llvm::StringRef folder, const Chec
   if (state.scaler && c->lossScaler())
     state.scaler->restore(*c->lossScaler());
   for (const StateTensor &t : state.tensors())
-    if (auto err = c->load(t))
+    if (auto err = c->load(t, state.device()))
       return err;
   return llvm::Error::success();
 }

@@ -235,14 +235,12 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   }
   if (auto e = agreeOnErrors(*world_, std::move(err), "start checkpoint " + snap_.name))
     return e;
-  // The snapshot: the pieces this rank writes, copied as they are now. (On
-  // the CPU device the state's buffers are host memory; a device runtime
-  // copies them to the host here, issue 26.)
+  // The snapshot: the pieces this rank writes, copied to the host as they are now.
   reserveSnapshot(state);
   size_t k = 0;
   for (const StateTensor &t : state.tensors())
     if (t.writer && t.box.numel() > 0) {
-      std::memcpy(snap_.data.data() + snap_.pieces[k].offset, t.view.data, snap_.pieces[k].bytes);
+      state.device().copyToHost(snap_.data.data() + snap_.pieces[k].offset, t.view.data, snap_.pieces[k].bytes);
       ++k;
     }
   snap_.progress = state.progress;

@@ -44,8 +44,9 @@ public:
   /// The shard files (paths), each with the bytes its pieces need.
   std::map<std::string, uint64_t> files() const;
 
-  /// Fills `t.view` (its box of `t.whole`) from the saved pieces that overlap it.
-  llvm::Error load(const StateTensor &t) const;
+  /// Fills `t.view` (its box of `t.whole`, memory of `device`) from the
+  /// saved pieces that overlap it.
+  llvm::Error load(const StateTensor &t, Device &device) const;
   /// Before any rank starts: every tensor `plan` trains is here in its shape
   /// and covered whole, every shard file is there, long enough, and every
   /// piece's bytes match their hash.

@@ -93,6 +93,20 @@ public:
   /// addressing, as host and CUDA memory have; a device whose addresses are
   /// handles overrides it.
   virtual void *offset(void *base, size_t bytes) const { return static_cast<char *>(base) + bytes; }
+  /// The address this device's kernels read and write `deviceAddress` at
+  /// (nullptr stays nullptr). Host code never dereferences a device address
+  /// (it copies, or runs a kernel); the executor hands kernels views through
+  /// this. The same address on every device but the strict CPU, whose device
+  /// addresses fault when the host touches them.
+  virtual void *kernelAddress(void *deviceAddress) const { return deviceAddress; }
+  const void *kernelAddress(const void *deviceAddress) const {
+    return kernelAddress(const_cast<void *>(deviceAddress));
+  }
+
+  /// Whether this device's memory is the host's, host addresses included
+  /// (the `cpu` device): host bytes are handed to its kernels as they are,
+  /// with no staging copy (DeviceTensor::upload).
+  virtual bool sharesHostMemory() const { return false; }
 
   /// The stream kernels run on unless told otherwise.
   virtual Stream &defaultStream();
@@ -109,7 +123,7 @@ inline constexpr DeviceType kCpuDevice{"cpu"};
 
 /// The host CPU; kernels run on the calling thread plus an OpenMP team, so
 /// its streams and events are the trivial ones.
-class CpuDevice final : public Device {
+class CpuDevice : public Device {
 public:
   /// Sets flush-to-zero / denormals-are-zero on this thread and the OpenMP
   /// team: float denormals (e.g. softmax probabilities of very unlikely
@@ -117,11 +131,36 @@ public:
   CpuDevice();
   DeviceType kind() const override { return kCpuDevice; }
   std::string name() const override { return "cpu"; }
+  bool sharesHostMemory() const override { return true; }
   void *allocate(size_t bytes) override;
   void deallocate(void *p) override;
   void copyFromHost(void *dst, const void *src, size_t bytes) override;
   void copyToHost(void *dst, const void *src, size_t bytes) override;
   void copyOnDevice(void *dst, const void *src, size_t bytes) override;
+};
+
+/// The CPU device with memory host code cannot touch (`--device cpu-strict`,
+/// for tests): an allocation's device address lies in a range mapped without
+/// access, so a read or write outside a kernel or a copy faults at once;
+/// kernelAddress() maps it to the host memory that holds the bytes. Same
+/// kernels, same results as `cpu`.
+class StrictCpuDevice final : public CpuDevice {
+public:
+  StrictCpuDevice();
+  ~StrictCpuDevice() override;
+  std::string name() const override { return "cpu-strict"; }
+  bool sharesHostMemory() const override { return false; }
+  void *allocate(size_t bytes) override;
+  void deallocate(void *p) override;
+  void copyFromHost(void *dst, const void *src, size_t bytes) override;
+  void copyToHost(void *dst, const void *src, size_t bytes) override;
+  void copyOnDevice(void *dst, const void *src, size_t bytes) override;
+  using Device::kernelAddress;
+  void *kernelAddress(void *deviceAddress) const override;
+
+private:
+  struct Allocations;
+  std::unique_ptr<Allocations> allocations_;
 };
 
 } // namespace partita::rt

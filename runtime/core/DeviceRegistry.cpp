@@ -9,6 +9,8 @@ DeviceRegistry &DeviceRegistry::get() {
     DeviceRegistry r;
     r.add({kDefaultDevice, "the host's memory and cores (oneDNN, OpenMP)", kCpuDevice,
            []() -> llvm::Expected<std::unique_ptr<Device>> { return std::make_unique<CpuDevice>(); }});
+    r.add({"cpu-strict", "the cpu device, its memory out of the host's reach (for tests: host code that reads it faults)",
+           kCpuDevice, []() -> llvm::Expected<std::unique_ptr<Device>> { return std::make_unique<StrictCpuDevice>(); }});
     return r;
   }();
   return registry;

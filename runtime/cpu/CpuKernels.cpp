@@ -19,6 +19,7 @@ static void registerCpuKernels(KernelRegistry &r) {
   cpu::registerSumCopiesKernel(r);
   cpu::registerShardSliceKernel(r);
   cpu::registerFusedElementwiseKernel(r);
+  cpu::registerLoopKernels(r);
 }
 
 // Nothing calls into this file: runtime/CMakeLists.txt has every binary that

@@ -11,6 +11,7 @@ namespace partita::rt::cpu {
 void registerFallbackKernels(KernelRegistry &r);
 void registerGemmKernels(KernelRegistry &r);
 void registerFusedElementwiseKernel(KernelRegistry &r);
+void registerLoopKernels(KernelRegistry &r);
 void registerElementwiseKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerMovementKernels(KernelRegistry &r);

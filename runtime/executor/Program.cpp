@@ -350,6 +350,18 @@ const TensorView *Program::staticTensor(llvm::StringRef valueName) const {
   return it == staticByName_.end() ? nullptr : &it->second;
 }
 
+TensorView Program::deviceView(int slot) const {
+  TensorView v = slots_[slot].view;
+  v.data = addressOf(slots_[slot]);
+  return v;
+}
+
+TensorView Program::kernelView(int slot) const {
+  TensorView v = deviceView(slot);
+  v.data = device_.kernelAddress(v.data);
+  return v;
+}
+
 void *Program::addressOf(const Slot &s) const {
   switch (s.home) {
   case Home::Input: return boundInputs_[s.index];
@@ -526,26 +538,22 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
         if (auto err = finishSlot(id))
           return abandon(std::move(err));
     }
-    for (int id : step.inputs) {
-      if (id < 0) {
-        ins.emplace_back();
-        continue;
-      }
-      TensorView v = slots_[id].view;
-      v.data = addressOf(slots_[id]);
-      ins.push_back(v);
-    }
-    for (int id : step.outputs) {
-      TensorView v = slots_[id].view;
-      v.data = addressOf(slots_[id]);
-      outs.push_back(v);
-    }
+    for (int id : step.inputs)
+      ins.push_back(id < 0 ? TensorView{} : kernelView(id));
+    for (int id : step.outputs)
+      outs.push_back(kernelView(id));
     KernelContext ctx{device_, ins, outs, env_, weightsVersion_};
     if (auto err = scratchFor(si, ctx.scratch))
       return abandon(std::move(err));
+    ctx.scratch = device_.kernelAddress(ctx.scratch);
+    std::vector<const void *> addends;
     if (step.kernel->isAsync()) {
       ctx.deferReductions = deferReductions_;
-      ctx.addends = si < stepAddends_.size() ? &stepAddends_[si] : nullptr;
+      if (si < stepAddends_.size()) {
+        for (const void *a : stepAddends_[si])
+          addends.push_back(device_.kernelAddress(a));
+        ctx.addends = &addends;
+      }
     }
     bool observed = onCollective_ && hasTrait(*step.node, OpTrait::Collective);
     auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -561,9 +569,9 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
         if (auto err = finishSlot(step.outputs[0]))
           return abandon(std::move(err));
     } else if (onOutput_) {
-      for (size_t k = 0; k < step.outputs.size(); ++k)
-        for (size_t index : outputsOfSlot_[step.outputs[k]])
-          onOutput_(index, outs[k]);
+      for (int id : step.outputs)
+        for (size_t index : outputsOfSlot_[id])
+          onOutput_(index, deviceView(id));
     }
     for (const InFlight &f : inFlight)
       if (inFlightOf[steps_[f.step].outputs[0]] >= 0)
@@ -584,11 +592,8 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
       return abandon(std::move(err));
   device_.synchronize();
   std::vector<TensorView> results;
-  for (int id : outputSlots_) {
-    TensorView v = slots_[id].view;
-    v.data = addressOf(slots_[id]);
-    results.push_back(v);
-  }
+  for (int id : outputSlots_)
+    results.push_back(deviceView(id));
   return results;
 }
 
@@ -609,9 +614,9 @@ llvm::Error Program::finish(InFlight &f) {
     ++entry.second;
   }
   if (onOutput_)
-    for (size_t k = 0; k < step.outputs.size(); ++k)
-      for (size_t index : outputsOfSlot_[step.outputs[k]])
-        onOutput_(index, f.outputs[k]);
+    for (int id : step.outputs)
+      for (size_t index : outputsOfSlot_[id])
+        onOutput_(index, deviceView(id));
   return llvm::Error::success();
 }
 

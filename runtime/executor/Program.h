@@ -62,6 +62,8 @@ public:
   llvm::Expected<std::vector<TensorView>> run(const llvm::StringMap<TensorView> &inputs);
 
   const ProgramStats &stats() const { return stats_; }
+  /// The device the program runs on (its buffers are that device's memory).
+  Device &device() const { return device_; }
 
   /// What the program's own output buffers count as in the MemoryLedger
   /// (activations by default: a forward's saved activations; a backward's
@@ -176,6 +178,8 @@ private:
   };
 
   void *addressOf(const Slot &s) const;
+  TensorView deviceView(int slot) const; // what callers and callbacks get
+  TensorView kernelView(int slot) const; // what kernels get (Device::kernelAddress)
   const Step *producerOf(llvm::StringRef output) const; // the step computing a graph output
 
   Device &device_;

@@ -94,4 +94,12 @@ std::vector<std::string> KernelRegistry::deviceTypes() const {
   return out;
 }
 
+llvm::Expected<const LoopKernels *> KernelRegistry::loopKernels(const Device &device) const {
+  const DeviceKernels *k = findKernels(device.kind());
+  if (!k || !k->loop.accumulate)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "device " + device.name() + " has no kernels for the training loop's sums");
+  return &k->loop;
+}
+
 } // namespace partita::rt

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/kernels/Kernel.h"
+#include "runtime/kernels/LoopKernels.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace partita::rt {
@@ -47,11 +48,16 @@ public:
   void setClusterFusion(DeviceType device, ClusterFusion f) { kernelsFor(device).clusterFusion = std::move(f); }
   /// Null when the device fuses no elementwise clusters.
   const ClusterFusion *clusterFusion(DeviceType device) const;
+  /// The training loop's kernels on `device` (LoopKernels.h).
+  void setLoopKernels(DeviceType device, LoopKernels k) { kernelsFor(device).loop = k; }
+  /// Those of `device`'s type, or an error naming the device.
+  llvm::Expected<const LoopKernels *> loopKernels(const Device &device) const;
 
 private:
   /// One device type's kernels.
   struct DeviceKernels {
     ClusterFusion clusterFusion;
+    LoopKernels loop{};
     llvm::StringMap<KernelFactory> factories;
     llvm::StringMap<EpilogueFactory> epilogues;
     llvm::StringMap<OperandFusionFactory> operandFusions;

@@ -1,16 +1,22 @@
 //===- StageLinks.cpp -----------------------------------------------------===//
 #include "compiler/plan/Names.h"
 #include "runtime/pipeline/StageLinks.h"
-#include "runtime/core/HalfConvert.h"
 #include "runtime/comm/PendingSends.h"
+#include "runtime/core/DeviceTensor.h"
+#include "runtime/kernels/KernelRegistry.h"
 
 namespace partita::rt {
 
 static llvm::Error fail(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, Communicator *pp) {
+llvm::Expected<StageLinks> StageLinks::create(const Plan &plan, int64_t stage, Communicator *pp, Device &device) {
   StageLinks s;
   s.pp_ = pp;
+  s.device_ = &device;
+  auto kernels = KernelRegistry::get().loopKernels(device);
+  if (!kernels)
+    return kernels.takeError();
+  s.kernels_ = *kernels;
   for (size_t i = 0; i < plan.pipelineWeights.size(); ++i) {
     const Plan::Edge &e = plan.pipelineWeights[i];
     if (e.from != stage && e.to != stage)
@@ -46,7 +52,9 @@ llvm::Error StageLinks::sendSharedGradient(llvm::StringRef param, const TensorVi
   const Link *l = sharedLink(param);
   if (!l)
     return fail("stage shares no weight '" + param + "' with another");
-  if (auto err = PendingSends::process().start(*pp_, grad.data, grad.bytes(), static_cast<size_t>(grad.numel()),
+  Tensor host; // the send copies host bytes: those of the gradient itself on a device sharing host memory
+  const void *from = device_->sharesHostMemory() ? grad.data : (host = download(*device_, grad)).data();
+  if (auto err = PendingSends::process().start(*pp_, from, grad.bytes(), static_cast<size_t>(grad.numel()),
                                                grad.dtype, l->peer, l->tag))
     return fail("sending the gradient of shared weight '" + param + "' to " + pipelinePeer(l->peerStage, mesh_axis::kPipeline, l->peer) + ": " +
                 llvm::toString(std::move(err)));
@@ -61,16 +69,12 @@ llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorVie
   if (auto err = pp_->recv(theirs.data(), static_cast<size_t>(grad.numel()), grad.dtype, l->peer, l->tag))
     return fail("receiving the gradient of shared weight '" + param + "' from " + pipelinePeer(l->peerStage, mesh_axis::kPipeline, l->peer) + ": " +
                 llvm::toString(std::move(err)));
-  int64_t n = grad.numel();
-  if (grad.dtype == DType::F32) {
-    float *g = static_cast<float *>(grad.data);
-    const float *t = reinterpret_cast<const float *>(theirs.data());
-    for (int64_t k = 0; k < n; ++k)
-      g[k] += t[k];
-    return llvm::Error::success();
-  }
-  // A half gradient: summed in float32, rounded once, as the dp all-reduce sums it.
-  combineHalfRows(grad.dtype, reinterpret_cast<const uint16_t *>(theirs.data()), static_cast<uint16_t *>(grad.data), n);
+  // A half gradient is summed in float32 and rounded once, as the dp all-reduce sums it.
+  Tensor host(grad.dtype, grad.shape, std::make_shared<std::vector<uint8_t>>(std::move(theirs)));
+  auto on = DeviceTensor::upload(*device_, host, MemoryCategory::Communication, "a shared weight's gradient");
+  if (!on)
+    return on.takeError();
+  kernels_->add(*device_, on->data(), grad.data, grad.dtype, grad.numel());
   return llvm::Error::success();
 }
 

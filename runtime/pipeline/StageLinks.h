@@ -7,13 +7,16 @@
 // a tied embedding's table on the first stage, its copy on the last): after
 // the step's last backward each of the two sends its summed gradient to the
 // other (without waiting, from a copy: PendingSends.h) and adds the other's,
-// so both step with the one sum. Message tag: pipelineEdges.size() + the
+// so both step with the one sum (the gradients are device memory: the
+// send goes from a host copy, the received sum is added by the device's
+// loop kernel). Message tag: pipelineEdges.size() + the
 // entry's index.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/plan/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/TensorView.h"
+#include "runtime/kernels/LoopKernels.h"
 #include <string>
 #include <vector>
 
@@ -22,8 +25,9 @@ namespace partita::rt {
 class StageLinks {
 public:
   /// The shared weights of `stage` (a global stage: a model chunk under
-  /// interleaving), reached over `pp` (null: no pipeline).
-  static llvm::Expected<StageLinks> create(const Plan &plan, int64_t stage, Communicator *pp);
+  /// interleaving), reached over `pp` (null: no pipeline); the gradients are
+  /// memory of `device`.
+  static llvm::Expected<StageLinks> create(const Plan &plan, int64_t stage, Communicator *pp, Device &device);
 
   /// Sends this stage's summed gradient `grad` of parameter `param`;
   /// addSharedGradient then adds the other stage's into `grad`. The same two
@@ -42,6 +46,8 @@ private:
   };
   const Link *sharedLink(llvm::StringRef param) const;
   Communicator *pp_ = nullptr;
+  Device *device_ = nullptr;
+  const LoopKernels *kernels_ = nullptr;
   std::vector<Link> shared_;
 };
 

@@ -1,15 +1,18 @@
 //===- AdamWState.cpp -----------------------------------------------------===//
 #include "runtime/train/AdamWState.h"
-#include "runtime/train/HostTensor.h"
 #include <cmath>
 
 namespace partita::rt {
 
 namespace io = optimizer_io;
 
-llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std::string> names,
+llvm::Expected<AdamWState> AdamWState::create(Device &device, Program &step, llvm::ArrayRef<std::string> names,
                                               llvm::ArrayRef<const TensorView *> params, const AdamWOptions &options) {
-  AdamWState s(step, names, params, options);
+  AdamWState s(device, step, names, params, options);
+  auto scalars = DeviceTensor::allocate(device, DType::F32, {4}, MemoryCategory::Activations, "AdamW's scalars");
+  if (!scalars)
+    return scalars.takeError();
+  s.scalars_ = std::move(*scalars);
   // The moments and the gradient are shaped as the step reads them: like
   // the parameter, or (ZeRO) this rank's part of its flat buffer.
   for (const std::string &p : names) {
@@ -18,17 +21,22 @@ llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std:
     if (!m || !v || !g)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "the step program has no moments or gradient input for parameter '" + p + "'");
-    s.moments1_.push_back(Tensor::zeros(m->dtype, m->shape));
-    s.moments2_.push_back(Tensor::zeros(v->dtype, v->shape));
-    s.charge_.resize(s.charge_.bytes() + s.moments1_.back().byteSize() + s.moments2_.back().byteSize());
+    auto m1 = DeviceTensor::zeros(device, m->dtype, m->shape, MemoryCategory::OptimizerStates, "AdamW's m of " + p);
+    if (!m1)
+      return m1.takeError();
+    auto m2 = DeviceTensor::zeros(device, v->dtype, v->shape, MemoryCategory::OptimizerStates, "AdamW's v of " + p);
+    if (!m2)
+      return m2.takeError();
+    s.moments1_.push_back(std::move(*m1));
+    s.moments2_.push_back(std::move(*m2));
     s.gradShapes_.push_back(g->shape);
   }
   // AdamW is elementwise, so the step may update its inputs in place.
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string &p = names[i];
     for (auto [name, buffer] : {std::pair<std::string, void *>{io::updated(p), params[i]->data},
-                                {io::updated(io::moment1(p)), viewOf(s.moments1_[i]).data},
-                                {io::updated(io::moment2(p)), viewOf(s.moments2_[i]).data}})
+                                {io::updated(io::moment1(p)), s.moments1_[i].data()},
+                                {io::updated(io::moment2(p)), s.moments2_[i].data()}})
       if (auto err = step.bindOutput(name, buffer))
         return std::move(err);
     // Mixed precision: AdamW updates the step's float32 master copy in
@@ -41,27 +49,26 @@ llvm::Expected<AdamWState> AdamWState::create(Program &step, llvm::ArrayRef<std:
   return s;
 }
 
-TensorView AdamWState::moment1(size_t i) const { return viewOf(moments1_[i]); }
-TensorView AdamWState::moment2(size_t i) const { return viewOf(moments2_[i]); }
+TensorView AdamWState::moment1(size_t i) const { return moments1_[i].view(); }
+TensorView AdamWState::moment2(size_t i) const { return moments2_[i].view(); }
 
 llvm::Error AdamWState::apply(int64_t t, float lr, float gradScale, llvm::ArrayRef<TensorView> grads) {
   float bc1 = static_cast<float>(1.0 - std::pow(options_.beta1, t)),
         bc2 = static_cast<float>(1.0 - std::pow(options_.beta2, t));
-  Tensor lrT = Tensor::fromDoubles(DType::F32, {}, {lr}), bc1T = Tensor::fromDoubles(DType::F32, {}, {bc1}),
-         bc2T = Tensor::fromDoubles(DType::F32, {}, {bc2}), scaleT = Tensor::fromDoubles(DType::F32, {}, {gradScale});
   // Schedule scalars from the host, then the parameter, its gradient and moments.
+  const float scalars[4] = {lr, bc1, bc2, gradScale};
+  device_->copyFromHost(scalars_.data(), scalars, sizeof scalars);
   llvm::StringMap<TensorView> feeds;
-  feeds[io::kLr] = viewOf(lrT);
-  feeds[io::kBc1] = viewOf(bc1T);
-  feeds[io::kBc2] = viewOf(bc2T);
-  feeds[io::kGradScale] = viewOf(scaleT);
+  const char *names[4] = {io::kLr, io::kBc1, io::kBc2, io::kGradScale};
+  for (size_t k = 0; k < 4; ++k)
+    feeds[names[k]] = TensorView{DType::F32, {}, device_->offset(scalars_.data(), k * sizeof(float))};
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string &p = names_[i];
     if (readsParam_[i]) // not with a master copy
       feeds[p] = *params_[i];
     feeds[io::gradient(p)] = TensorView{grads[i].dtype, gradShapes_[i], grads[i].data};
-    feeds[io::moment1(p)] = viewOf(moments1_[i]);
-    feeds[io::moment2(p)] = viewOf(moments2_[i]);
+    feeds[io::moment1(p)] = moments1_[i].view();
+    feeds[io::moment2(p)] = moments2_[i].view();
   }
   auto updated = step_->run(feeds);
   if (!updated)

@@ -5,11 +5,12 @@
 // updated.adam_m.<p> / updated.adam_v.<p> are bound to the forward program's
 // weights and to the moment buffers held here. Each step feeds it the
 // learning rate, the bias corrections 1 - beta^t from the plan's optimizer
-// options and the factor the summed gradients are scaled by.
+// options and the factor the summed gradients are scaled by (copied to the
+// device each step; the moments live there).
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/Tensor.h"
-#include "runtime/core/MemoryLedger.h"
+#include "runtime/core/DeviceTensor.h"
 #include "compiler/plan/AdamWOptions.h"
 #include "compiler/plan/Names.h"
 #include "runtime/executor/Program.h"
@@ -22,7 +23,7 @@ public:
   /// Binds `step`'s outputs to `params` (device buffers of the forward
   /// program's weights named `names`) and to zeroed moments, shaped as the
   /// step's moment inputs (ZeRO: the rank's part of a flat buffer).
-  static llvm::Expected<AdamWState> create(Program &step, llvm::ArrayRef<std::string> names,
+  static llvm::Expected<AdamWState> create(Device &device, Program &step, llvm::ArrayRef<std::string> names,
                                            llvm::ArrayRef<const TensorView *> params, const AdamWOptions &options);
   /// Optimizer step `t` (1-based) at learning rate `lr` with parameter i's
   /// gradient grads[i] (f32 or mixed precision's half type, as many elements
@@ -34,15 +35,16 @@ public:
   TensorView moment2(size_t i) const;
 
 private:
-  AdamWState(Program &step, llvm::ArrayRef<std::string> names, llvm::ArrayRef<const TensorView *> params,
-             const AdamWOptions &options)
-      : step_(&step), names_(names.begin(), names.end()), params_(params.begin(), params.end()), options_(options) {}
+  AdamWState(Device &device, Program &step, llvm::ArrayRef<std::string> names,
+             llvm::ArrayRef<const TensorView *> params, const AdamWOptions &options)
+      : device_(&device), step_(&step), names_(names.begin(), names.end()), params_(params.begin(), params.end()), options_(options) {}
+  Device *device_;
   Program *step_;
   std::vector<std::string> names_;
   std::vector<const TensorView *> params_;
   AdamWOptions options_;
-  std::vector<Tensor> moments1_, moments2_;
-  MemoryCharge charge_{MemoryCategory::OptimizerStates, 0}; // the moments
+  std::vector<DeviceTensor> moments1_, moments2_;
+  DeviceTensor scalars_; // lr, the bias corrections and the gradient scale
   std::vector<Shape> gradShapes_;
   std::vector<bool> readsParam_; // the step reads parameter i (no float32 master copy of it)
 };

@@ -1,13 +1,14 @@
 //===- GradientAccumulator.cpp --------------------------------------------===//
 #include "runtime/train/GradientAccumulator.h"
+#include "runtime/kernels/KernelRegistry.h"
 #include <algorithm>
-#include <cstring>
 
 namespace partita::rt {
 
-GradientAccumulator::GradientAccumulator(Program *loss, Program &gradients, std::vector<std::string> gradOutputs,
+GradientAccumulator::GradientAccumulator(Device &device, const LoopKernels &kernels, Program *loss,
+                                         Program &gradients, std::vector<std::string> gradOutputs,
                                          std::vector<int64_t> numel, int64_t microBatches)
-    : lossProgram_(loss), program_(gradients), names_(std::move(gradOutputs)), numel_(std::move(numel)),
+    : device_(device), kernels_(kernels), lossProgram_(loss), program_(gradients), names_(std::move(gradOutputs)), numel_(std::move(numel)),
       micro_(std::max<int64_t>(1, microBatches)) {
   const auto &outs = program_.outputNames();
   for (const std::string &n : names_)
@@ -22,28 +23,41 @@ GradientAccumulator::GradientAccumulator(Program *loss, Program &gradients, std:
   for (size_t i = 0; i < names_.size(); ++i) {
     deferred_[i] = program_.reducedAsync(names_[i]);
     heldInside_[i] = program_.deferredInside(names_[i]);
-    if (heldInside_[i]) // its reduce-scatter sums the micro-batches itself
-      continue;
-    sums_[i].resize(static_cast<size_t>(numel_[i]));
-    sumsCharge_.resize(sumsCharge_.bytes() + sums_[i].size() * sizeof(float));
   }
   lossDeferred_ = lossProgram_ && lossProgram_->reducedAsync(lossProgram_->outputNames()[0]);
 }
 
 llvm::Expected<std::unique_ptr<GradientAccumulator>>
-GradientAccumulator::create(Program *loss, Program &program, std::vector<std::string> gradOutputs,
+GradientAccumulator::create(Device &device, Program *loss, Program &program, std::vector<std::string> gradOutputs,
                             std::vector<int64_t> numel, int64_t microBatches) {
-  std::unique_ptr<GradientAccumulator> a(
-      new GradientAccumulator(loss, program, std::move(gradOutputs), std::move(numel), microBatches));
+  auto kernels = KernelRegistry::get().loopKernels(device);
+  if (!kernels)
+    return kernels.takeError();
+  std::unique_ptr<GradientAccumulator> a(new GradientAccumulator(device, **kernels, loss, program,
+                                                                 std::move(gradOutputs), std::move(numel), microBatches));
+  for (size_t i = 0; i < a->sums_.size(); ++i) {
+    if (a->heldInside_[i]) // its reduce-scatter sums the micro-batches itself
+      continue;
+    auto sum = DeviceTensor::allocate(device, DType::F32, {a->numel_[i]}, MemoryCategory::Gradients,
+                                      "the summed gradient " + a->names_[i]);
+    if (!sum)
+      return sum.takeError();
+    a->sums_[i] = std::move(*sum);
+  }
   // The addends apply only to a reduction that does not defer: the last
   // micro-batch's. Their buffers live as long as this object.
   for (size_t i = 0; i < a->names_.size(); ++i)
     if (a->deferred_[i])
       if (auto err = program.setReductionAddend(a->names_[i], a->sums_[i].data()))
         return std::move(err);
-  if (a->lossDeferred_)
-    if (auto err = loss->setReductionAddend(loss->outputNames()[0], &a->lossPartial_))
+  if (a->lossDeferred_) {
+    auto addend = DeviceTensor::zeros(device, DType::F32, {}, MemoryCategory::Gradients, "the loss's partial sum");
+    if (!addend)
+      return addend.takeError();
+    a->lossAddend_ = std::move(*addend);
+    if (auto err = loss->setReductionAddend(loss->outputNames()[0], a->lossAddend_.data()))
       return std::move(err);
+  }
   return std::move(a);
 }
 
@@ -58,10 +72,11 @@ void GradientAccumulator::beforeBackward(int64_t micro) { program_.setDeferReduc
 
 void GradientAccumulator::afterLoss(int64_t micro, const std::vector<TensorView> &outputs) {
   bool last = micro + 1 == micro_;
-  float loss = *static_cast<const float *>(outputs[0].data);
-  if (lossDeferred_ && !last) // this rank's partial: reduced with the last micro-batch's
+  float loss = downloadScalar(device_, outputs[0].data);
+  if (lossDeferred_ && !last) { // this rank's partial: reduced with the last micro-batch's
     lossPartial_ = micro == 0 ? loss : lossPartial_ + loss;
-  else
+    device_.copyFromHost(lossAddend_.data(), &lossPartial_, sizeof lossPartial_);
+  } else
     lossSum_ += loss;
 }
 
@@ -89,38 +104,17 @@ void GradientAccumulator::afterGradients(int64_t micro, const std::vector<Tensor
     }
     if (heldInside_[i]) // not computed before the last micro-batch
       continue;
-    if (out.dtype != DType::F32) { // a half gradient (mixed precision)
-      addHalf(i, micro, out);
-      continue;
+    // Summed in float32 on the device; a half gradient (mixed precision)
+    // is widened into it, and at the last the sum is rounded once into the
+    // program's output, which the step reads.
+    bool half = out.dtype != DType::F32;
+    kernels_.accumulate(device_, sums_[i].data(), out.data, out.dtype, numel_[i], micro == 0);
+    grads_[i] = sums_[i].data();
+    if (half && last) {
+      kernels_.round(device_, out.data, sums_[i].data(), out.dtype, numel_[i]);
+      grads_[i] = out.data;
     }
-    float *g = static_cast<float *>(out.data);
-    float *acc = sums_[i].data();
-    grads_[i] = acc;
-    int64_t n = numel_[i];
-    if (micro == 0) {
-      std::memcpy(acc, g, static_cast<size_t>(n) * sizeof(float));
-      continue;
-    }
-#pragma omp parallel for if (n > (1 << 16))
-    for (int64_t k = 0; k < n; ++k)
-      acc[k] += g[k];
   }
-}
-
-void GradientAccumulator::addHalf(size_t i, int64_t micro, const TensorView &out) {
-  std::vector<float> &acc = sums_[i];
-  auto *h = static_cast<uint16_t *>(out.data);
-  bool first = micro == 0, last = micro + 1 == micro_;
-  int64_t n = numel_[i];
-  float *a = acc.data();
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t k = 0; k < n; ++k) {
-    float v = widenHalf(out.dtype, h[k]);
-    a[k] = first ? v : a[k] + v;
-    if (last) // the step reads the sum rounded once, where the program left the last gradient
-      h[k] = roundToHalf(out.dtype, a[k]);
-  }
-  grads_[i] = out.data;
 }
 
 } // namespace partita::rt

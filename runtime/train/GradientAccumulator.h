@@ -17,11 +17,14 @@
 // deferred reduction gets the float32 sums as its addend and rounds them with
 // the last micro-batch's gradient before it reduces (Megatron's fp32 gradient
 // accumulation; one reduction a step in the half type, as with one micro-batch).
+// The sums live in device memory and are made by the device's loop kernels
+// (LoopKernels.h); the loss comes back as a scalar copy.
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "runtime/core/DeviceTensor.h"
 #include "runtime/executor/Program.h"
+#include "runtime/kernels/LoopKernels.h"
 #include <memory>
-#include "runtime/core/MemoryLedger.h"
 #include <string>
 #include <vector>
 
@@ -34,7 +37,7 @@ public:
   /// program when one computes both; null on a pipeline stage before the
   /// last, which has none). The programs' deferred reductions get their
   /// addends (the sums kept here) once.
-  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Program *loss, Program &gradients,
+  static llvm::Expected<std::unique_ptr<GradientAccumulator>> create(Device &device, Program *loss, Program &gradients,
                                                                      std::vector<std::string> gradOutputs,
                                                                      std::vector<int64_t> numel, int64_t microBatches);
 
@@ -60,12 +63,10 @@ public:
   double lossSum() const { return lossSum_; }
 
 private:
-  GradientAccumulator(Program *loss, Program &gradients, std::vector<std::string> gradOutputs,
-                      std::vector<int64_t> numel, int64_t microBatches);
-  /// Parameter i's half gradient of micro-batch `micro`, widened into its
-  /// float sum; at the last, the sum rounded into `out`.
-  void addHalf(size_t i, int64_t micro, const TensorView &out);
-
+  GradientAccumulator(Device &device, const LoopKernels &kernels, Program *loss, Program &gradients,
+                      std::vector<std::string> gradOutputs, std::vector<int64_t> numel, int64_t microBatches);
+  Device &device_;
+  const LoopKernels &kernels_;
   Program *lossProgram_;
   Program &program_;
   std::vector<std::string> names_;
@@ -75,11 +76,11 @@ private:
   std::vector<bool> deferred_; // reduced by the program, deferred until the last micro-batch
   std::vector<bool> heldInside_; // summed by the program's reduce-scatter itself (ZeRO-1), complete at the last
   bool lossDeferred_ = false;
-  std::vector<std::vector<float>> sums_; // per parameter, with several micro-batches
-  MemoryCharge sumsCharge_{MemoryCategory::Gradients, 0};
+  std::vector<DeviceTensor> sums_; // per parameter (float32), with several micro-batches
   std::vector<void *> grads_;
   std::vector<DType> dtypes_; // the gradient outputs' types
   float lossPartial_ = 0;
+  DeviceTensor lossAddend_; // lossPartial_ on the device: the deferred loss reduction's addend
   double lossSum_ = 0;
 };
 

@@ -1,6 +1,7 @@
 //===- GradientClipping.cpp -----------------------------------------------===//
 #include "runtime/train/GradientClipping.h"
 #include "compiler/plan/Names.h"
+#include "runtime/core/DeviceTensor.h"
 #include <algorithm>
 #include <cmath>
 
@@ -22,7 +23,7 @@ llvm::Expected<double> globalGradientNorm(Program &gradNorm, llvm::ArrayRef<std:
   if (outs->size() != 1 || outs->front().dtype != DType::F32 || outs->front().numel() != 1)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the grad_norm program must return one f32 scalar");
-  return static_cast<double>(*static_cast<const float *>(outs->front().data));
+  return static_cast<double>(downloadScalar(gradNorm.device(), outs->front().data));
 }
 
 double clipCoefficient(double norm, double maxNorm) { return std::min(1.0, maxNorm / (norm + 1e-6)); }

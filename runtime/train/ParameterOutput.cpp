@@ -1,7 +1,7 @@
 //===- ParameterOutput.cpp ------------------------------------------------===//
 #include "runtime/train/ParameterOutput.h"
 #include "runtime/io/Npy.h"
-#include "runtime/train/HostTensor.h"
+#include "runtime/core/DeviceTensor.h"
 #include "llvm/Support/Path.h"
 #include <algorithm>
 
@@ -21,7 +21,7 @@ llvm::Expected<Tensor> gatherFlatPart(const TensorView &part, const TensorType &
   return Tensor(shard.dtype, shard.shape, std::make_shared<std::vector<uint8_t>>(std::move(flat)));
 }
 
-llvm::Error writeParameterShards(llvm::StringRef outDir, int rank, llvm::ArrayRef<std::string> names,
+llvm::Error writeParameterShards(Device &device, llvm::StringRef outDir, int rank, llvm::ArrayRef<std::string> names,
                                  llvm::ArrayRef<const TensorView *> params, llvm::ArrayRef<TensorType> shards,
                                  const std::vector<bool> &partitioned, Communicator *dpGroup) {
   llvm::SmallString<256> dir(outDir);
@@ -35,13 +35,14 @@ llvm::Error writeParameterShards(llvm::StringRef outDir, int rank, llvm::ArrayRe
       if (!dpGroup)
         return fail("parameter '" + names[i] + "' holds " + llvm::Twine(p.numel()) + " elements, its shard " +
                     shards[i].str() + ", and there is no data-parallel group to gather its parts over");
-      auto whole = gatherFlatPart(p, shards[i], *dpGroup);
+      Tensor part = download(device, p);
+      auto whole = gatherFlatPart(TensorView{part.dtype(), part.shape(), const_cast<uint8_t *>(part.data())}, shards[i], *dpGroup);
       if (!whole)
         return whole.takeError();
       values.push_back(std::move(*whole));
       continue;
     }
-    values.push_back(hostCopy(p));
+    values.push_back(download(device, p));
   }
   return writeNpyFiles(dir, names, values);
 }

@@ -2,10 +2,10 @@
 #include "compiler/plan/Names.h"
 #include "runtime/train/StageRun.h"
 #include "runtime/train/GradientClipping.h"
-#include "runtime/train/HostTensor.h"
 #include "runtime/train/ParameterOutput.h"
 #include <algorithm>
 #include <cstdlib>
+#include <tuple>
 
 namespace partita::rt {
 
@@ -30,7 +30,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
   feeds_ = &feeds;
   Program &fwd = *p_.forward, &bwd = *p_.backward;
   if (plan_.stages() > 1) {
-    auto links = StageLinks::create(plan_, stage_, session_.group(mesh_axis::kPipeline));
+    auto links = StageLinks::create(plan_, stage_, session_.group(mesh_axis::kPipeline), session_.device());
     if (!links)
       return links.takeError();
     links_.emplace(std::move(*links));
@@ -43,9 +43,12 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
       const TensorType &t = io->second.outputs[i].type;
       bound_.push_back({i, static_cast<size_t>(t.numel()) * dtypeSize(t.dtype)});
     }
-    std::unique_ptr<OutputSet> first = takeSet();
+    auto taken = takeSet();
+    if (!taken)
+      return taken.takeError();
+    std::unique_ptr<OutputSet> first = std::move(*taken);
     for (size_t k = bound_.size(); k-- > 0;) // those the program cannot write elsewhere are copied
-      if (llvm::Error err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], first->buffers[k].get())) {
+      if (llvm::Error err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], first->buffers[k].data())) {
         llvm::consumeError(std::move(err));
         bound_.erase(bound_.begin() + static_cast<long>(k));
         first->buffers.erase(first->buffers.begin() + static_cast<long>(k));
@@ -77,6 +80,19 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
     written_.push_back(master ? master : p);
     p_.step->setWeightCategory(optimizer_io::master(name), MemoryCategory::OptimizerStates);
   }
+  for (const auto &c : feeds.constants) {
+    // The loss scale changes between steps (setLossScale): a device copy of its own.
+    auto on = c.getKey() == optimizer_io::kLossScale
+                  ? DeviceTensor::allocate(session_.device(), DType::F32, {}, MemoryCategory::Activations,
+                                           "the loss scale")
+                  : DeviceTensor::upload(session_.device(), c.getValue(), MemoryCategory::Activations,
+                                         "input " + c.getKey());
+    if (!on)
+      return on.takeError();
+    constantFeeds_[c.getKey()] = std::move(*on);
+  }
+  if (auto scale = feeds.constants.find(optimizer_io::kLossScale); scale != feeds.constants.end())
+    setLossScale(static_cast<float>(scale->getValue().toDoubles().front()));
   if (auto err = bindBackwardInputs(feeds))
     return err;
   std::vector<std::string> gradOutputs;
@@ -100,7 +116,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
                   "' with another stage, but does not update it");
     shared_.push_back(static_cast<size_t>(it - paramNames_.begin()));
   }
-  auto adam = AdamWState::create(*p_.step, paramNames_, params_, plan_.optimizer);
+  auto adam = AdamWState::create(session_.device(), *p_.step, paramNames_, params_, plan_.optimizer);
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
@@ -116,7 +132,7 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
         return err;
   }
   auto grads =
-      GradientAccumulator::create(hasLoss_ ? &fwd : nullptr, bwd, std::move(gradOutputs), std::move(numel), microBatches_);
+      GradientAccumulator::create(session_.device(), hasLoss_ ? &fwd : nullptr, bwd, std::move(gradOutputs), std::move(numel), microBatches_);
   if (!grads)
     return grads.takeError();
   grads_ = std::move(*grads);
@@ -139,26 +155,32 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
   return llvm::Error::success();
 }
 
+void StageRun::setLossScale(float scale) {
+  auto it = constantFeeds_.find(optimizer_io::kLossScale);
+  if (it != constantFeeds_.end())
+    session_.device().copyFromHost(it->getValue().data(), &scale, sizeof scale);
+}
+
 void StageRun::stateRestored() {
   for (Program *p : {p_.forward, p_.backward, p_.step, p_.gradNorm})
     p->weightsChanged();
 }
 
-std::unique_ptr<StageRun::OutputSet> StageRun::takeSet() {
+llvm::Expected<std::unique_ptr<StageRun::OutputSet>> StageRun::takeSet() {
   if (!freeSets_.empty()) {
     std::unique_ptr<OutputSet> set = std::move(freeSets_.back());
     freeSets_.pop_back();
-    return set;
+    return std::move(set);
   }
   auto set = std::make_unique<OutputSet>();
-  size_t total = 0;
   for (const BoundOutput &b : bound_) {
-    size_t rounded = (std::max<size_t>(b.bytes, 1) + 63) / 64 * 64;
-    set->buffers.emplace_back(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)), std::free);
-    total += rounded;
+    auto buffer = DeviceTensor::allocate(session_.device(), DType::U8, {static_cast<int64_t>(b.bytes)},
+                                         MemoryCategory::Activations, "a micro-batch's saved activations");
+    if (!buffer)
+      return buffer.takeError();
+    set->buffers.push_back(std::move(*buffer));
   }
-  setsCharge_.resize(setsCharge_.bytes() + total);
-  return set;
+  return std::move(set);
 }
 
 llvm::Error StageRun::bindBackwardInputs(const ForwardFeeds &feeds) {
@@ -189,15 +211,24 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
   InFlight &m = inFlight_[micro];
   m.ids = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, ids);
   m.labels = Tensor::fromInts(DType::I64, {o_.batch, o_.seq}, labels);
+  for (auto [host, on, what] : {std::tuple{&m.ids, &m.deviceIds, "token ids"}, {&m.labels, &m.deviceLabels, "labels"}}) {
+    auto up = DeviceTensor::upload(session_.device(), *host, MemoryCategory::Activations, what);
+    if (!up)
+      return up.takeError();
+    *on = std::move(*up);
+  }
   llvm::StringMap<TensorView> &feeds = m.feeds;
-  feeds[feeds_->idsName] = viewOf(m.ids);
-  feeds[feeds_->labelsName] = viewOf(m.labels);
-  for (const auto &c : feeds_->constants)
-    feeds[c.getKey()] = viewOf(c.getValue());
+  feeds[feeds_->idsName] = m.deviceIds.view();
+  feeds[feeds_->labelsName] = m.deviceLabels.view();
+  for (const auto &c : constantFeeds_)
+    feeds[c.getKey()] = c.getValue().view();
   if (links_) {
-    m.set = takeSet(); // this micro-batch's own output buffers
+    auto taken = takeSet(); // this micro-batch's own output buffers
+    if (!taken)
+      return taken.takeError();
+    m.set = std::move(*taken);
     for (size_t k = 0; k < bound_.size(); ++k)
-      if (auto err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], m.set->buffers[k].get()))
+      if (auto err = fwd.bindOutput(fwd.outputNames()[bound_[k].index], m.set->buffers[k].data()))
         return err;
   }
   Clock::time_point t1 = Clock::now();
@@ -228,8 +259,12 @@ llvm::Error StageRun::forward(int step, int64_t micro, BatchSampler &sampler) {
       ++k;
       continue;
     }
-    m.copies.push_back(hostCopy((*outs)[i]));
-    m.outputs[i] = viewOf(m.copies.back());
+    auto copy = DeviceTensor::copyOf(session_.device(), (*outs)[i], MemoryCategory::Activations,
+                                     "a micro-batch's saved activation");
+    if (!copy)
+      return copy.takeError();
+    m.copies.push_back(std::move(*copy));
+    m.outputs[i] = m.copies.back().view();
   }
   return llvm::Error::success();
 }
@@ -299,7 +334,7 @@ llvm::Error StageRun::addSharedGradients() {
 }
 
 llvm::Error StageRun::writeParameters(llvm::StringRef outDir) const {
-  return writeParameterShards(outDir, session_.rank(), paramNames_, written_, paramTypes_, paramPartitioned_,
+  return writeParameterShards(session_.device(), outDir, session_.rank(), paramNames_, written_, paramTypes_, paramPartitioned_,
                               session_.axisSize(mesh_axis::kData) > 1 ? session_.group(mesh_axis::kData) : nullptr);
 }
 

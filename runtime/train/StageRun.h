@@ -55,6 +55,9 @@ public:
 
   /// Also registers the stage's parameters, masters and moments in `state`.
   llvm::Error prepare(const ForwardFeeds &feeds, TrainState &state);
+  /// The fp16 loss scale the next micro-batches' backwards read (input
+  /// loss_scale; prepare() takes the first from the feeds' constants).
+  void setLossScale(float scale);
   /// After a checkpoint restored the state in place: kernels drop what they
   /// derived from the old weights.
   void stateRestored();
@@ -82,9 +85,9 @@ public:
 
 private:
   struct OutputSet {
-    std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> buffers;
+    std::vector<DeviceTensor> buffers;
   };
-  std::unique_ptr<OutputSet> takeSet();
+  llvm::Expected<std::unique_ptr<OutputSet>> takeSet();
   llvm::Error bindBackwardInputs(const ForwardFeeds &feeds);
   /// " (chunk c)" when the rank holds several stages.
   std::string chunkSuffix() const;
@@ -127,14 +130,15 @@ private:
   };
   std::vector<BoundOutput> bound_; // the forward's outputs a micro-batch keeps in its own set
   std::vector<std::unique_ptr<OutputSet>> freeSets_;
-  MemoryCharge setsCharge_{MemoryCategory::Activations, 0};
+  llvm::StringMap<DeviceTensor> constantFeeds_; // ForwardFeeds::constants on the device
   /// A micro-batch whose forward ran and whose backward has not. Alone in
   /// flight (no pipeline), its outputs are the forward program's buffers.
   struct InFlight {
     Tensor ids, labels;
+    DeviceTensor deviceIds, deviceLabels;
     llvm::StringMap<TensorView> feeds;
     std::unique_ptr<OutputSet> set;
-    std::vector<Tensor> copies; // outputs the program cannot write into a set (the loss)
+    std::vector<DeviceTensor> copies; // outputs the program cannot write into a set (the loss)
     std::vector<TensorView> outputs;
   };
   std::map<int64_t, InFlight> inFlight_;

@@ -16,6 +16,7 @@
 #pragma once
 #include "compiler/plan/Plan.h"
 #include "runtime/checkpoint/StateBox.h"
+#include "runtime/core/Device.h"
 #include "runtime/core/TensorView.h"
 #include "runtime/train/LossScaler.h"
 #include <map>
@@ -51,7 +52,9 @@ struct TrainProgress {
 
 class TrainState {
 public:
-  TrainState(const Plan &plan, std::map<std::string, int64_t> coords) : plan_(&plan), coords_(std::move(coords)) {}
+  /// The state's tensors are memory of `device`.
+  TrainState(const Plan &plan, std::map<std::string, int64_t> coords, Device &device)
+      : plan_(&plan), coords_(std::move(coords)), device_(&device) {}
 
   TrainProgress progress;
   std::optional<LossScaler> scaler; // fp16 plans
@@ -61,10 +64,12 @@ public:
   llvm::Error add(size_t param, StateKind kind, const TensorView &view);
   const std::vector<StateTensor> &tensors() const { return tensors_; }
   const Plan &plan() const { return *plan_; }
+  Device &device() const { return *device_; }
 
 private:
   const Plan *plan_;
   std::map<std::string, int64_t> coords_;
+  Device *device_;
   std::vector<StateTensor> tensors_;
 };
 

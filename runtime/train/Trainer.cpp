@@ -63,7 +63,7 @@ using Clock = TraceLog::Clock;
 class TrainingRun final : public ActionRunner {
 public:
   TrainingRun(Session &session, Communicator &world, const TrainOptions &o, TokenFile tokens)
-      : session_(session), plan_(session.plan()), o_(o), tokens_(std::move(tokens)), state_(plan_, session.rankPlan().coords),
+      : session_(session), plan_(session.plan()), o_(o), tokens_(std::move(tokens)), state_(plan_, session.rankPlan().coords, session.device()),
         saver_(o.save, o.keep, world, session.rank(), !o.blockingSave),
         microBatches_(std::max(1, o.microBatches)), profile_(o.profile), trace_(!o.trace.empty()),
         dpSize_(session.axisSize(mesh_axis::kData)), stages_(session.axisSize(mesh_axis::kPipeline)), stage_(session.coordinate(mesh_axis::kPipeline)) {}
@@ -107,6 +107,8 @@ private:
   /// The loss scale the next step's backwards read (input loss_scale).
   void setLossScale() {
     feeds_.constants[optimizer_io::kLossScale] = Tensor::fromDoubles(DType::F32, {}, {scaler_->scale()});
+    for (StageRun &c : chunks_) // a prepared chunk holds it on the device
+      c.setLossScale(static_cast<float>(scaler_->scale()));
   }
   static std::string formatScale(double s) {
     char buf[32];

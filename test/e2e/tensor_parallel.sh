@@ -46,7 +46,8 @@ assert len(files) == $ranks, files
 for f in files:
     onnx.checker.check_model(onnx.load(f), full_check=True)
 "
-"$partita" launch -n "$ranks" "$out" "${inputs[@]}" --output-dir "$out.res" --threads 1
+# PARTITA_TEST_DEVICE (set per test by test/CMakeLists.txt): the device the ranks run on.
+"$partita" launch -n "$ranks" "$out" "${inputs[@]}" --output-dir "$out.res" --threads 1 --device "${PARTITA_TEST_DEVICE:-cpu}"
 for ((j = 0; j < micro; ++j)); do
   single=()
   for f in "$fixtures/$name".b2.in.*.npy; do

@@ -91,6 +91,7 @@ subprocess.run([partita, "launch", "-n", str(tp * dp * pp), compiled, "--steps",
                 os.path.join(work, "tokens.npy"), "--batch", str(B), "--seq", str(T), "--lr", str(LR),
                 "--seed", str(SEED), "--micro-batches", str(micro), "--threads", "1",
                 "--lr-schedule", schedule, "--warmup-steps", str(warmup), "--clip-grad-norm", str(clip),
+                "--device", os.environ.get("PARTITA_TEST_DEVICE", "cpu"),  # set per test by test/CMakeLists.txt
                 "--output-dir", res], check=True)
 
 with open(os.path.join(res, "loss.csv")) as f:

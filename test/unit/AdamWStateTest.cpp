@@ -27,7 +27,7 @@ TEST(AdamWState, TwoStepsMatchTheClosedForm) {
   ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
   std::vector<float> p = {1.0f, -2.0f, 0.5f};
   TensorView pv{DType::F32, {3}, p.data()};
-  auto adam = AdamWState::create(**step, {"w"}, {&pv}, o);
+  auto adam = AdamWState::create((*step)->device(), **step, {"w"}, {&pv}, o);
   ASSERT_TRUE(static_cast<bool>(adam)) << llvm::toString(adam.takeError());
 
   std::vector<double> ref(p.begin(), p.end()), m(3, 0), v(3, 0);

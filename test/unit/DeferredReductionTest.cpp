@@ -27,7 +27,7 @@ TEST(DeferredReduction, OnlyTheLastMicroBatchCommunicatesAndItReducesTheSum) {
     Program *p = &program;
     if (!p->reducedAsync("grad.w") || !p->reducedAsync("loss"))
       return fail("the bucket's results are not async reductions");
-    auto created = GradientAccumulator::create(p, *p, {"grad.w"}, {3}, M);
+    auto created = GradientAccumulator::create(p->device(), p, *p, {"grad.w"}, {3}, M);
     if (!created)
       return fail(llvm::toString(created.takeError()));
     GradientAccumulator &acc = **created;

@@ -44,9 +44,10 @@ TEST(LossLog, WritesAHeaderAndARowPerStep) {
 
 TEST(ParameterOutput, WritesEachShardUnderItsRank) {
   TempDir dir;
+  CpuDevice cpu;
   std::vector<float> w = {1, 2, 3, 4, 5, 6};
   TensorView v{DType::F32, {2, 3}, w.data()};
-  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(dir.path, 3, {"fc.w"}, {&v}, {}, {}, nullptr)));
+  ASSERT_FALSE(llvm::errorToBool(writeParameterShards(cpu, dir.path, 3, {"fc.w"}, {&v}, {}, {}, nullptr)));
   auto t = readNpy(dir.file("rank3/fc.w.npy"));
   ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
   EXPECT_EQ(t->shape(), (Shape{2, 3}));
@@ -59,13 +60,14 @@ TEST(ParameterOutput, WritesEachShardUnderItsRank) {
 // scalar from parts of 1 (whose second part is all padding).
 TEST(ParameterOutput, GathersZero3PartsIntoTheShard) {
   TempDir dir;
+  CpuDevice cpu;
   partita::test::MockWorld world(2);
   std::vector<std::vector<float>> vec = {{1, 2, 3}, {4, 5, 0}}, scalar = {{7}, {0}};
   world.run([&](int rank, Communicator &comm) {
     TensorView v{DType::F32, {3}, vec[rank].data()}, s{DType::F32, {1}, scalar[rank].data()};
     std::vector<TensorType> shards = {TensorType{DType::F32, {5}, true}, TensorType{DType::F32, {}, true}};
     EXPECT_FALSE(llvm::errorToBool(
-        writeParameterShards(dir.path, rank, {"v", "s"}, {&v, &s}, shards, {true, true}, &comm)));
+        writeParameterShards(cpu, dir.path, rank, {"v", "s"}, {&v, &s}, shards, {true, true}, &comm)));
   });
   for (int rank = 0; rank < 2; ++rank) {
     auto v = readNpy(dir.file("rank" + std::to_string(rank) + "/v.npy"));

@@ -131,5 +131,5 @@ TEST(DeviceSeam, DevicesAreMadeByName) {
   EXPECT_EQ((*mock)->kind(), test::kMockDevice);
   auto missing = registry.create("cuda");
   ASSERT_FALSE(static_cast<bool>(missing));
-  EXPECT_EQ(llvm::toString(missing.takeError()), "--device cuda: no such device in this build (it has: cpu, mock)");
+  EXPECT_EQ(llvm::toString(missing.takeError()), "--device cuda: no such device in this build (it has: cpu, cpu-strict, mock)");
 }

@@ -50,7 +50,8 @@ void expectTiled(const Plan &plan, const char *layout) {
   std::map<std::pair<std::string, std::string>, std::pair<Shape, std::vector<int>>> saved;
   size_t pieces = 0;
   for (const RankPlan &r : plan.ranks) {
-    TrainState state(plan, r.coords);
+    CpuDevice cpu;
+    TrainState state(plan, r.coords, cpu);
     int64_t pp = r.coords.count(mesh_axis::kPipeline) ? r.coords.at(mesh_axis::kPipeline) : 0;
     for (size_t i = 0; i < plan.params.size(); ++i) {
       if (!plan.paramStages.empty() && plan.paramStages[i] % plan.stages() != pp)

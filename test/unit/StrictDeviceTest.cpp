@@ -1,0 +1,71 @@
+// The strict CPU device (--device cpu-strict): its device addresses fault when
+// the host touches them; kernels and copies reach the bytes through
+// kernelAddress. The death tests are the mode failing as it must: a host read
+// of a device buffer (a program's output, as runtime code would read a loss)
+// and host memory handed over as device memory both stop the process.
+#include "compiler/ir/Parser.h"
+#include "runtime/core/DeviceRegistry.h"
+#include "runtime/core/DeviceTensor.h"
+#include "runtime/executor/Program.h"
+#include <gtest/gtest.h>
+
+using namespace partita;
+using namespace partita::rt;
+
+namespace {
+
+std::unique_ptr<Device> strictDevice() {
+  auto made = DeviceRegistry::get().create("cpu-strict");
+  EXPECT_TRUE(static_cast<bool>(made));
+  return made ? std::move(*made) : nullptr;
+}
+
+float hostRead(const void *p) { return *static_cast<const volatile float *>(p); }
+
+} // namespace
+
+TEST(StrictDevice, CopiesAndKernelAddressesReachTheBytes) {
+  auto device = strictDevice();
+  ASSERT_FALSE(device->sharesHostMemory());
+  float in[3] = {1.5f, -2.0f, 7.25f}, out[3] = {};
+  void *a = device->allocate(sizeof in), *b = device->allocate(sizeof in);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(device->kernelAddress(a), a); // the kernels' alias is another address
+  device->copyFromHost(a, in, sizeof in);
+  device->copyOnDevice(b, a, sizeof in);
+  device->copyToHost(out, b, sizeof out);
+  EXPECT_EQ(std::vector<float>(out, out + 3), std::vector<float>(in, in + 3));
+  // An address inside an allocation (the executor's arena offsets) translates by its offset.
+  EXPECT_EQ(static_cast<const float *>(device->kernelAddress(device->offset(b, 8)))[0], 7.25f);
+  EXPECT_EQ(downloadScalar(*device, device->offset(a, 4)), -2.0f);
+  device->deallocate(a);
+  device->deallocate(b);
+}
+
+TEST(StrictDeviceDeathTest, AHostReadOfAProgramsOutputFaults) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto g = parseGraph(R"(graph @g(%x: f32[2]) opset 17 {
+  %loss = ReduceSum(%x) {keepdims = 0} : f32[]
+  return %loss
+})",
+                      "<test>");
+  ASSERT_TRUE(static_cast<bool>(g));
+  auto device = strictDevice();
+  auto p = Program::load(**g, *device);
+  ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
+  auto x = DeviceTensor::upload(*device, Tensor::fromDoubles(DType::F32, {2}, {3, 4}), MemoryCategory::Activations, "x");
+  ASSERT_TRUE(static_cast<bool>(x));
+  auto outs = (*p)->run({{"x", x->view()}});
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  EXPECT_EQ(downloadScalar(*device, (*outs)[0].data), 7.0f); // through a copy: the sum
+  EXPECT_DEATH(hostRead((*outs)[0].data), "");                // directly: a fault
+}
+
+TEST(StrictDeviceDeathTest, HostMemoryHandedToAKernelIsStopped) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto device = strictDevice();
+  float host = 1.0f;
+  EXPECT_DEATH(device->kernelAddress(&host), "cpu-strict: .* is not memory of this device");
+  float out = 0;
+  EXPECT_DEATH(device->copyToHost(&out, &host, sizeof out), "is not memory of this device");
+}
