@@ -32,7 +32,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -115,6 +117,15 @@ public:
   virtual std::unique_ptr<Event> createEvent();
   /// Waits for queued work on every stream of the device.
   virtual void synchronize() {}
+  /// Runs `work` (a kernel: it reads and writes kernelAddress()es only) on
+  /// the device's compute stream, after everything launched before it. A
+  /// device whose work is done when the call returns (the CPU) runs it at
+  /// once and returns its error; a queueing one (cpu-strict) returns at once
+  /// and keeps the first error for finishWork(). `work` owns what it reads
+  /// (views, not references to the caller's vectors).
+  virtual llvm::Error launch(std::function<llvm::Error()> work) { return work(); }
+  /// Waits until all launched work is done; the first error it returned.
+  virtual llvm::Error finishWork() { return llvm::Error::success(); }
   static constexpr size_t alignment() { return 64; }
 };
 
@@ -142,8 +153,11 @@ public:
 /// The CPU device with memory host code cannot touch (`--device cpu-strict`,
 /// for tests): an allocation's device address lies in a range mapped without
 /// access, so a read or write outside a kernel or a copy faults at once;
-/// kernelAddress() maps it to the host memory that holds the bytes. Same
-/// kernels, same results as `cpu`.
+/// kernelAddress() maps it to the host memory that holds the bytes. Its
+/// kernels run on a thread of their own, in launch order, while the host
+/// goes on: a host copy (and a free) first waits for them, and work that
+/// does not wait where it must reads results not yet written. Same kernels,
+/// same results as `cpu`.
 class StrictCpuDevice final : public CpuDevice {
 public:
   StrictCpuDevice();
@@ -157,10 +171,15 @@ public:
   void copyOnDevice(void *dst, const void *src, size_t bytes) override;
   using Device::kernelAddress;
   void *kernelAddress(void *deviceAddress) const override;
+  llvm::Error launch(std::function<llvm::Error()> work) override;
+  llvm::Error finishWork() override;
+  void synchronize() override;
 
 private:
   struct Allocations;
   std::unique_ptr<Allocations> allocations_;
+  class Worker;
+  std::unique_ptr<Worker> worker_; // the compute stream: a thread running launched work in order
 };
 
 } // namespace partita::rt

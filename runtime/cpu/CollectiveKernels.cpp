@@ -41,6 +41,7 @@ private:
 
 class CollectiveKernel final : public Kernel {
 public:
+  bool communicates() const override { return true; }
   CollectiveKernel(const Node &n, Coll kind)
       : node_(n), kind_(kind), axis_(n.stringAttr("axis", "")),
         reduce_(n.stringAttr("reduce", "sum") == "max" ? Communicator::ReduceOp::Max : Communicator::ReduceOp::Sum) {

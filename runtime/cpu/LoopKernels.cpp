@@ -10,7 +10,7 @@ namespace {
 
 constexpr int64_t kRow = 4096; // float32 staging per chunk of a half row
 
-void accumulate(Device &device, void *sumAt, const void *gAt, DType gType, int64_t n, bool first) {
+void accumulateOn(Device &device, void *sumAt, const void *gAt, DType gType, int64_t n, bool first) {
   auto *sum = static_cast<float *>(device.kernelAddress(sumAt));
   const void *g = device.kernelAddress(gAt);
   if (gType == DType::F32) {
@@ -35,7 +35,7 @@ void accumulate(Device &device, void *sumAt, const void *gAt, DType gType, int64
   }
 }
 
-void round(Device &device, void *hAt, const void *sumAt, DType hType, int64_t n) {
+void roundOn(Device &device, void *hAt, const void *sumAt, DType hType, int64_t n) {
   const auto *sum = static_cast<const float *>(device.kernelAddress(sumAt));
   auto *h = static_cast<uint16_t *>(device.kernelAddress(hAt));
 #pragma omp parallel for if (n > (1 << 16))
@@ -43,7 +43,7 @@ void round(Device &device, void *hAt, const void *sumAt, DType hType, int64_t n)
     roundToHalfRow(hType, sum, h, b, std::min(n, b + kRow));
 }
 
-void add(Device &device, const void *xAt, void *yAt, DType type, int64_t n) {
+void addOn(Device &device, const void *xAt, void *yAt, DType type, int64_t n) {
   const void *x = device.kernelAddress(xAt);
   void *y = device.kernelAddress(yAt);
   if (type != DType::F32) {
@@ -55,6 +55,24 @@ void add(Device &device, const void *xAt, void *yAt, DType type, int64_t n) {
 #pragma omp parallel for if (n > (1 << 16))
   for (int64_t k = 0; k < n; ++k)
     b[k] += a[k];
+}
+
+// Each runs on the device's stream, after the programs' kernels launched before it.
+template <typename F> void launched(Device &device, F body) {
+  llvm::consumeError(device.launch([body]() {
+    body();
+    return llvm::Error::success();
+  }));
+}
+
+void accumulate(Device &device, void *sum, const void *g, DType gType, int64_t n, bool first) {
+  launched(device, [&device, sum, g, gType, n, first] { accumulateOn(device, sum, g, gType, n, first); });
+}
+void round(Device &device, void *h, const void *sum, DType hType, int64_t n) {
+  launched(device, [&device, h, sum, hType, n] { roundOn(device, h, sum, hType, n); });
+}
+void add(Device &device, const void *x, void *y, DType type, int64_t n) {
+  launched(device, [&device, x, y, type, n] { addOn(device, x, y, type, n); });
 }
 
 } // namespace

@@ -38,6 +38,7 @@ struct Peer {
 
 class SendKernel final : public Kernel {
 public:
+  bool communicates() const override { return true; }
   explicit SendKernel(const Node &n) : peer_(n) {}
   llvm::Error run(KernelContext &ctx) override {
     auto to = peer_.resolve(ctx);
@@ -57,6 +58,7 @@ private:
 
 class RecvKernel final : public Kernel {
 public:
+  bool communicates() const override { return true; }
   explicit RecvKernel(const Node &n) : peer_(n) {}
   bool isAsync() const override { return true; }
   llvm::Error run(KernelContext &ctx) override {

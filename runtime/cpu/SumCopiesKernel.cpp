@@ -18,6 +18,7 @@ namespace {
 
 class SumCopiesKernel final : public Kernel {
 public:
+  bool communicates() const override { return true; }
   explicit SumCopiesKernel(const Node &n)
       : node_(n), axis_(n.stringAttr("axis", mesh_axis::kTensor)), copies_(n.intAttr("copies", 1)) {}
 

@@ -523,6 +523,7 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
   // A failed run still finishes what it started: MPI must not write into
   // buffers the next run (or a destroyed kernel) owns.
   auto abandon = [&](llvm::Error err) -> llvm::Error {
+    llvm::consumeError(device_.finishWork()); // nothing launched outlives the run
     for (const InFlight &f : inFlight)
       llvm::consumeError(finishSlot(steps_[f.step].outputs[0]));
     return err;
@@ -557,8 +558,20 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     }
     bool observed = onCollective_ && hasTrait(*step.node, OpTrait::Collective);
     auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    if (auto err = step.kernel->run(ctx))
+    if (step.kernel->communicates() || step.kernel->isAsync()) {
+      // On the host thread, after the device's queued work (what it sends is written).
+      if (auto err = device_.finishWork())
+        return abandon(std::move(err));
+      if (auto err = step.kernel->run(ctx))
+        return abandon(std::move(err));
+    } else if (auto err = device_.launch([kernel = step.kernel.get(), &device = device_, ins, outs, env = env_,
+                                          version = weightsVersion_, scratch = ctx.scratch]() mutable {
+                 KernelContext c{device, ins, outs, env, version};
+                 c.scratch = scratch;
+                 return kernel->run(c);
+               })) {
       return abandon(std::move(err));
+    }
     if (observed && !step.kernel->isAsync())
       onCollective_(*step.node, start, start, std::chrono::steady_clock::now());
     if (step.kernel->isAsync()) {
@@ -569,6 +582,8 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
         if (auto err = finishSlot(step.outputs[0]))
           return abandon(std::move(err));
     } else if (onOutput_) {
+      if (auto err = device_.finishWork()) // handed on once computed
+        return abandon(std::move(err));
       for (int id : step.outputs)
         for (size_t index : outputsOfSlot_[id])
           onOutput_(index, deviceView(id));
@@ -579,7 +594,8 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     if (afterKernel_)
       afterKernel_();
     if (profiling_) {
-      device_.synchronize();
+      if (auto err = device_.finishWork())
+        return abandon(std::move(err));
       auto &entry = profile_[profileByNode_     ? step.node->describe()
                              : step.label.empty() ? step.node->qualifiedOp()
                                                   : step.label];
@@ -590,7 +606,8 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
   for (const InFlight &f : inFlight)
     if (auto err = finishSlot(steps_[f.step].outputs[0]))
       return abandon(std::move(err));
-  device_.synchronize();
+  if (auto err = device_.finishWork())
+    return abandon(std::move(err));
   std::vector<TensorView> results;
   for (int id : outputSlots_)
     results.push_back(deviceView(id));

@@ -58,6 +58,12 @@ public:
   /// it before the first reader of an output runs, at the latest when the
   /// program ends), and progress() lets it advance in between.
   virtual bool isAsync() const { return false; }
+  /// Whether run() (or finish()) calls a communicator (MPI). Such a kernel
+  /// runs on the host thread once the work the device queued before it is
+  /// done (the communication follows the compute stream's event, as NCCL's
+  /// stream waits on the compute stream's); every other kernel is launched
+  /// on the device's stream (Device::launch).
+  virtual bool communicates() const { return false; }
   virtual llvm::Error finish(KernelContext &) { return llvm::Error::success(); }
   virtual void progress() {}
   /// Bytes the kernel keeps between runs (a collective's staging buffers,
