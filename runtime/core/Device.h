@@ -126,6 +126,9 @@ public:
   virtual llvm::Error launch(std::function<llvm::Error()> work) { return work(); }
   /// Waits until all launched work is done; the first error it returned.
   virtual llvm::Error finishWork() { return llvm::Error::success(); }
+  /// Whether launch() queues work (false: it runs it at once, and a caller
+  /// may run a kernel itself instead of making a closure for it).
+  virtual bool queuesWork() const { return false; }
   static constexpr size_t alignment() { return 64; }
 };
 
@@ -173,6 +176,7 @@ public:
   void *kernelAddress(void *deviceAddress) const override;
   llvm::Error launch(std::function<llvm::Error()> work) override;
   llvm::Error finishWork() override;
+  bool queuesWork() const override { return true; }
   void synchronize() override;
 
 private:

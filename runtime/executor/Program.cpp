@@ -558,8 +558,9 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     }
     bool observed = onCollective_ && hasTrait(*step.node, OpTrait::Collective);
     auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    if (step.kernel->communicates() || step.kernel->isAsync()) {
-      // On the host thread, after the device's queued work (what it sends is written).
+    if (step.kernel->communicates() || step.kernel->isAsync() || !device_.queuesWork()) {
+      // On the host thread: at once on a device that queues nothing (no closure to
+      // make per kernel), else after the device's queued work (what it sends is written).
       if (auto err = device_.finishWork())
         return abandon(std::move(err));
       if (auto err = step.kernel->run(ctx))
