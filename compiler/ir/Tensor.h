@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/DType.h"
+#include "compiler/ir/FloatBits.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include <cstdint>
@@ -75,24 +76,6 @@ private:
 /// `t` transposed: result dim i is `t`'s dim perm[i] (numpy.transpose).
 Tensor transposeTensor(const Tensor &t, llvm::ArrayRef<int64_t> perm);
 
-float halfToFloat(uint16_t h);
-uint16_t floatToHalf(float f);
-/// bf16 <-> float32, inline (loops over them vectorise): round to nearest
-/// even, a NaN kept quiet.
-inline float bf16ToFloat(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-inline uint16_t floatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000)
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>(x >> 16);
-}
 /// A 16-bit float of type `t` (isHalfFloat) widened, and a float rounded to one.
 inline float widenHalf(DType t, uint16_t h) { return t == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h); }
 inline uint16_t roundToHalf(DType t, float f) { return t == DType::BF16 ? floatToBf16(f) : floatToHalf(f); }

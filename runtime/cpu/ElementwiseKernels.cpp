@@ -228,29 +228,14 @@ private:
 } // namespace
 
 void registerElementwiseKernels(KernelRegistry &r) {
-  addUnary(r, "Neg", [](float x) { return -x; });
-  addUnary(r, "Abs", [](float x) { return std::fabs(x); });
-  addUnary(r, "Sqrt", [](float x) { return std::sqrt(x); });
-  addUnary(r, "Reciprocal", [](float x) { return 1.0f / x; });
-  addUnary(r, "Exp", [](float x) { return fastExp(x); });
-  addUnary(r, "Log", [](float x) { return std::log(x); });
-  addUnary(r, "Erf", [](float x) { return std::erf(x); });
-  addUnary(r, "Tanh", [](float x) { return fastTanh(x); });
-  addUnary(r, "Sin", [](float x) { return std::sin(x); });
-  addUnary(r, "Cos", [](float x) { return std::cos(x); });
-  addUnary(r, "Floor", [](float x) { return std::floor(x); });
-  addUnary(r, "Ceil", [](float x) { return std::ceil(x); });
-  addUnary(r, "Sigmoid", [](float x) { return sigmoid(x); });
-  addUnary(r, "Relu", [](float x) { return relu(x); });
-  addUnary(r, "partita.Gelu", [](float x) { return geluErf(x); }); // lambdas inline; a function pointer would not
-  addUnary(r, "partita.FastGelu", [](float x) { return geluTanh(x); });
-  addBinary(r, "Add", [](float a, float b) { return a + b; });
-  addBinary(r, "Sub", [](float a, float b) { return a - b; });
-  addBinary(r, "Mul", [](float a, float b) { return a * b; });
-  addBinary(r, "Div", [](float a, float b) { return a / b; });
-  addBinary(r, "Max", [](float a, float b) { return std::max(a, b); });
-  addBinary(r, "Min", [](float a, float b) { return std::min(a, b); });
-  addBinary(r, "Pow", [](float a, float b) { return power(a, b); });
+  // The ops' math is every device's (runtime/kernels/ElementMath.h); the
+  // lambdas inline into the loops (a function pointer would not).
+#define PARTITA_CPU_UNARY(name, id, expr) addUnary(r, name, [](float x) { return expr; });
+#define PARTITA_CPU_BINARY(name, id, expr) addBinary(r, name, [](float a, float b) { return expr; });
+  PARTITA_UNARY_OPS(PARTITA_CPU_UNARY)
+  PARTITA_BINARY_OPS(PARTITA_CPU_BINARY)
+#undef PARTITA_CPU_UNARY
+#undef PARTITA_CPU_BINARY
   r.add("Cast", kCpuDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     DType from = n.input(0)->type().dtype, to = n.output()->type().dtype;
     // Float-to-integer casts of out-of-range values are left to the reference.

@@ -1,7 +1,7 @@
 //===- OptimizerKernels.cpp - partita.AdamW in one pass over memory (f32) --===//
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/Parallel.h"
-#include <cmath>
+#include "runtime/kernels/ElementMath.h"
 
 namespace partita::rt::cpu {
 
@@ -19,16 +19,14 @@ public:
     const float *m = ctx.inputs[5].as<float>(), *v = ctx.inputs[6].as<float>();
     float *po = ctx.outputs[0].as<float>(), *mo = ctx.outputs[1].as<float>(), *vo = ctx.outputs[2].as<float>();
     float scale = ctx.inputs.size() > 7 ? *ctx.inputs[7].as<float>() : 1.0f;
-    float decay = 1.0f - lr * wd_, step = lr / bc1, invRootBc2 = 1.0f / std::sqrt(bc2);
-    float b1 = b1_, b2 = b2_, eps = eps_;
-    parallelFor(ctx.inputs[3].numel(), 1 << 15, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) {
-        float gi = scale * g[i];
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    AdamWStep step = adamwStep(lr, bc1, bc2, b1_, b2_, eps_, wd_, scale);
+    parallelFor(ctx.inputs[3].numel(), 1 << 15, [&](int64_t b, int64_t e) {
+      const AdamWStep s = step; // a local copy: no store below can alias it, so the loop vectorizes
+      for (int64_t i = b; i < e; ++i) {
+        float mi = m[i], vi = v[i];
+        po[i] = adamwUpdate(s, p[i], g[i], mi, vi);
         mo[i] = mi;
         vo[i] = vi;
-        po[i] = p[i] * decay - step * mi / (std::sqrt(vi) * invRootBc2 + eps);
       }
     });
     return llvm::Error::success();

@@ -27,3 +27,11 @@ probe = "partita-lit-probe-%d" % os.getpid()
 if subprocess.call(["sh", "-c", "ip netns add %s && ip netns del %s && unshare --uts true" % (probe, probe)],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("netns")
+
+# A build with the CUDA device (cuda-build), and whether this machine has a
+# GPU it can run on (gpu): tests of the device's errors on a machine without
+# one say REQUIRES: cuda-build, UNSUPPORTED: gpu.
+if getattr(config, "partita_have_cuda", False):
+    config.available_features.add("cuda-build")
+    if subprocess.call(["sh", "-c", "nvidia-smi -L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+        config.available_features.add("gpu")

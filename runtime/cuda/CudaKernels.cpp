@@ -1,0 +1,192 @@
+//===- CudaKernels.cpp - the CUDA device's kernels and its registration ----===//
+//
+// The Kernel classes the executor runs on `--device cuda`: each checks its
+// node's types when made (an op or type without a CUDA kernel fails at load,
+// naming the node) and enqueues its launcher (GpuKernels.h) on the device's
+// compute stream. Registered here too: the training loop's kernels and the
+// `cuda` entry of the device registry.
+//===----------------------------------------------------------------------===//
+#include "compiler/ir/Graph.h"
+#include "runtime/core/DeviceRegistry.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/GpuKernels.h"
+#include "runtime/kernels/KernelRegistry.h"
+#include "llvm/ADT/Twine.h"
+
+namespace partita::rt::cuda {
+
+namespace {
+
+cudaStream_t streamOf(Device &device) { return static_cast<CudaDevice &>(device).computeStream(); }
+
+llvm::Error unsupported(const Node &n, const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "node " + n.describe() + ": no cuda kernel for " + why);
+}
+
+bool allF32(const Node &n) {
+  for (const Value *v : n.inputs())
+    if (v && v->type().dtype != DType::F32)
+      return false;
+  for (const Value *v : n.outputs())
+    if (v->type().dtype != DType::F32)
+      return false;
+  return true;
+}
+
+std::optional<gpu::Floating> floating(DType t) {
+  switch (t) {
+  case DType::F32: return gpu::Floating::F32;
+  case DType::BF16: return gpu::Floating::BF16;
+  case DType::F16: return gpu::Floating::F16;
+  default: return std::nullopt;
+  }
+}
+
+class UnaryKernel final : public Kernel {
+public:
+  explicit UnaryKernel(gpu::Unary op) : op_(op) {}
+  llvm::Error run(KernelContext &ctx) override {
+    gpu::unary(op_, ctx.inputs[0].as<const float>(), ctx.outputs[0].as<float>(), ctx.outputs[0].numel(),
+               streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+
+private:
+  gpu::Unary op_;
+};
+
+class BinaryKernel final : public Kernel {
+public:
+  BinaryKernel(gpu::Binary op, const Shape &a, const Shape &b, const Shape &out) : op_(op) {
+    if (a == out && b == out)
+      return;
+    broadcast_ = true;
+    shape_.rank = static_cast<int>(out.size());
+    // Each operand right-aligned against the output; stride 0 where it is 1.
+    auto strides = [&](const Shape &s, int64_t *stride) {
+      int64_t step = 1;
+      for (int d = shape_.rank - 1, k = static_cast<int>(s.size()) - 1; d >= 0; --d, --k) {
+        int64_t extent = k >= 0 ? s[k] : 1;
+        stride[d] = extent == 1 ? 0 : step;
+        step *= extent;
+      }
+    };
+    for (int d = 0; d < shape_.rank; ++d)
+      shape_.shape[d] = out[d];
+    strides(a, shape_.strideA);
+    strides(b, shape_.strideB);
+  }
+  llvm::Error run(KernelContext &ctx) override {
+    gpu::binary(op_, ctx.inputs[0].as<const float>(), ctx.inputs[1].as<const float>(), ctx.outputs[0].as<float>(),
+                ctx.outputs[0].numel(), broadcast_ ? &shape_ : nullptr, streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+
+private:
+  gpu::Binary op_;
+  bool broadcast_ = false;
+  gpu::Broadcast shape_;
+};
+
+class CastKernel final : public Kernel {
+public:
+  CastKernel(gpu::Floating from, gpu::Floating to) : from_(from), to_(to) {}
+  llvm::Error run(KernelContext &ctx) override {
+    gpu::cast(from_, to_, ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[0].numel(), streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+
+private:
+  gpu::Floating from_, to_;
+};
+
+class AdamWKernel final : public Kernel {
+public:
+  explicit AdamWKernel(const Node &n)
+      : b1_(static_cast<float>(n.floatAttr("beta1", 0.9))), b2_(static_cast<float>(n.floatAttr("beta2", 0.999))),
+        eps_(static_cast<float>(n.floatAttr("epsilon", 1e-8))),
+        wd_(static_cast<float>(n.floatAttr("weight_decay", 0.01))) {}
+  llvm::Error run(KernelContext &ctx) override {
+    const auto &in = ctx.inputs;
+    gpu::AdamW a{in[0].as<const float>(), in[1].as<const float>(), in[2].as<const float>(),
+                 in.size() > 7 ? in[7].as<const float>() : nullptr,
+                 b1_, b2_, eps_, wd_,
+                 in[3].as<const float>(), in[4].as<const float>(), in[5].as<const float>(), in[6].as<const float>(),
+                 ctx.outputs[0].as<float>(), ctx.outputs[1].as<float>(), ctx.outputs[2].as<float>(),
+                 in[3].numel()};
+    gpu::adamw(a, streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+
+private:
+  float b1_, b2_, eps_, wd_;
+};
+
+void accumulateOn(Device &device, void *sum, const void *g, DType gType, int64_t n, bool first) {
+  gpu::accumulate(static_cast<float *>(sum), g, *floating(gType), n, first, streamOf(device));
+}
+void roundOn(Device &device, void *h, const void *sum, DType hType, int64_t n) {
+  gpu::roundTo(h, static_cast<const float *>(sum), *floating(hType), n, streamOf(device));
+}
+void addOn(Device &device, const void *x, void *y, DType type, int64_t n) {
+  gpu::add(x, y, *floating(type), n, streamOf(device));
+}
+
+void registerCudaKernels(KernelRegistry &r) {
+#define PARTITA_CUDA_UNARY(name, id, expr)                                                                         \
+  r.add(name, kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {                          \
+    if (!allF32(n))                                                                                                \
+      return unsupported(n, "its types (float32 only)");                                                           \
+    return std::unique_ptr<Kernel>(new UnaryKernel(gpu::Unary::id));                                               \
+  });
+#define PARTITA_CUDA_BINARY(name, id, expr)                                                                        \
+  r.add(name, kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {                          \
+    if (!allF32(n))                                                                                                \
+      return unsupported(n, "its types (float32 only)");                                                           \
+    if (n.output()->type().shape.size() > static_cast<size_t>(gpu::kMaxDims))                                      \
+      return unsupported(n, "a result of more than 8 dimensions");                                                 \
+    return std::unique_ptr<Kernel>(new BinaryKernel(gpu::Binary::id, n.input(0)->type().shape,                   \
+                                                     n.input(1)->type().shape, n.output()->type().shape));         \
+  });
+  PARTITA_UNARY_OPS(PARTITA_CUDA_UNARY)
+  PARTITA_BINARY_OPS(PARTITA_CUDA_BINARY)
+#undef PARTITA_CUDA_UNARY
+#undef PARTITA_CUDA_BINARY
+  r.add("Cast", kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    auto from = floating(n.input(0)->type().dtype), to = floating(n.output()->type().dtype);
+    if (!from || !to)
+      return unsupported(n, "a cast from " + dtypeName(n.input(0)->type().dtype) + " to " +
+                                dtypeName(n.output()->type().dtype) + " (float32, bf16 and fp16 only)");
+    return std::unique_ptr<Kernel>(new CastKernel(*from, *to));
+  });
+  r.add("partita.AdamW", kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    if (!allF32(n))
+      return unsupported(n, "its types (float32 only)");
+    return std::unique_ptr<Kernel>(new AdamWKernel(n));
+  });
+  r.setLoopKernels(kCudaDevice, LoopKernels{accumulateOn, roundOn, addOn});
+}
+
+/// The `cuda` device: the rank's GPU by its local rank.
+struct RegisterDevice {
+  RegisterDevice() {
+    DeviceRegistry::get().add({"cuda", "an NVIDIA GPU per rank, by local rank (CUDA_VISIBLE_DEVICES respected)",
+                               kCudaDevice, []() -> llvm::Expected<std::unique_ptr<Device>> {
+                                 auto device = CudaDevice::create(CudaDevice::localRank());
+                                 if (!device)
+                                   return device.takeError();
+                                 return std::unique_ptr<Device>(std::move(*device));
+                               }});
+  }
+};
+
+} // namespace
+
+} // namespace partita::rt::cuda
+
+// Kept in the link by this (unmangled) name: runtime/cuda/CMakeLists.txt.
+extern "C" {
+partita::rt::KernelRegistry::Registrar partita_cuda_kernels(partita::rt::cuda::registerCudaKernels);
+}
+static partita::rt::cuda::RegisterDevice partitaCudaDevice;

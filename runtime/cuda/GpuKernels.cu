@@ -1,0 +1,149 @@
+//===- GpuKernels.cu - elementwise, casts, AdamW and the loop's sums ------===//
+//
+// One thread per element, grid-stride (64-bit indices: a flat ZeRO buffer
+// can pass 2^31 elements). Every formula is a shared __host__ __device__
+// function, so the GPU computes what the CPU does (up to the compilers'
+// contraction of a*b+c into one rounding, which -fmad=false turns off).
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/GpuKernels.h"
+
+namespace partita::rt::gpu {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocksFor(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > (1 << 20) ? (1 << 20) : blocks));
+}
+
+#define PARTITA_GPU_FUNCTOR(name, id, expr)                                                                        \
+  struct id##Fn {                                                                                                  \
+    __device__ float operator()(float x) const { return expr; }                                                    \
+  };
+PARTITA_UNARY_OPS(PARTITA_GPU_FUNCTOR)
+#undef PARTITA_GPU_FUNCTOR
+#define PARTITA_GPU_FUNCTOR(name, id, expr)                                                                        \
+  struct id##Fn {                                                                                                  \
+    __device__ float operator()(float a, float b) const { return expr; }                                           \
+  };
+PARTITA_BINARY_OPS(PARTITA_GPU_FUNCTOR)
+#undef PARTITA_GPU_FUNCTOR
+
+#define PARTITA_GRID_STRIDE(i, n)                                                                                  \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                           \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <typename F> __global__ void unaryKernel(F f, const float *x, float *y, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) y[i] = f(x[i]);
+}
+
+template <typename F> __global__ void binarySameShape(F f, const float *a, const float *b, float *y, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) y[i] = f(a[i], b[i]);
+}
+
+template <typename F> __global__ void binaryBroadcast(F f, const float *a, const float *b, float *y, int64_t n,
+                                                      Broadcast s) {
+  PARTITA_GRID_STRIDE(i, n) {
+    int64_t rest = i, ia = 0, ib = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      int64_t k = rest % s.shape[d];
+      rest /= s.shape[d];
+      ia += k * s.strideA[d];
+      ib += k * s.strideB[d];
+    }
+    y[i] = f(a[ia], b[ib]);
+  }
+}
+
+__device__ float load(Floating t, const void *p, int64_t i) {
+  switch (t) {
+  case Floating::F32: return static_cast<const float *>(p)[i];
+  case Floating::BF16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  default: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  }
+}
+
+__device__ void store(Floating t, void *p, int64_t i, float v) {
+  switch (t) {
+  case Floating::F32: static_cast<float *>(p)[i] = v; break;
+  case Floating::BF16: static_cast<uint16_t *>(p)[i] = floatToBf16(v); break;
+  default: static_cast<uint16_t *>(p)[i] = floatToHalf(v); break;
+  }
+}
+
+__global__ void castKernel(Floating from, Floating to, const void *x, void *y, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) store(to, y, i, load(from, x, i));
+}
+
+__global__ void adamwKernel(AdamW a) {
+  AdamWStep step = adamwStep(*a.lr, *a.bc1, *a.bc2, a.beta1, a.beta2, a.epsilon, a.weightDecay,
+                             a.gradScale ? *a.gradScale : 1.0f);
+  PARTITA_GRID_STRIDE(i, a.n) {
+    float m = a.m[i], v = a.v[i];
+    a.pOut[i] = adamwUpdate(step, a.p[i], a.g[i], m, v);
+    a.mOut[i] = m;
+    a.vOut[i] = v;
+  }
+}
+
+__global__ void accumulateKernel(float *sum, const void *g, Floating gType, int64_t n, bool first) {
+  PARTITA_GRID_STRIDE(i, n) sum[i] = (first ? 0.0f : sum[i]) + load(gType, g, i);
+}
+
+__global__ void roundKernel(void *h, const float *sum, Floating hType, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) store(hType, h, i, sum[i]);
+}
+
+__global__ void addKernel(const void *x, void *y, Floating type, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) store(type, y, i, load(type, x, i) + load(type, y, i));
+}
+
+} // namespace
+
+void unary(Unary op, const float *x, float *y, int64_t n, cudaStream_t stream) {
+  switch (op) {
+#define PARTITA_GPU_CASE(name, id, expr)                                                                           \
+  case Unary::id: unaryKernel<<<blocksFor(n), kThreads, 0, stream>>>(id##Fn{}, x, y, n); break;
+    PARTITA_UNARY_OPS(PARTITA_GPU_CASE)
+#undef PARTITA_GPU_CASE
+  }
+}
+
+void binary(Binary op, const float *a, const float *b, float *y, int64_t n, const Broadcast *shape,
+            cudaStream_t stream) {
+  switch (op) {
+#define PARTITA_GPU_CASE(name, id, expr)                                                                           \
+  case Binary::id:                                                                                                 \
+    if (shape)                                                                                                     \
+      binaryBroadcast<<<blocksFor(n), kThreads, 0, stream>>>(id##Fn{}, a, b, y, n, *shape);                        \
+    else                                                                                                           \
+      binarySameShape<<<blocksFor(n), kThreads, 0, stream>>>(id##Fn{}, a, b, y, n);                                \
+    break;
+    PARTITA_BINARY_OPS(PARTITA_GPU_CASE)
+#undef PARTITA_GPU_CASE
+  }
+}
+
+void cast(Floating from, Floating to, const void *x, void *y, int64_t n, cudaStream_t stream) {
+  castKernel<<<blocksFor(n), kThreads, 0, stream>>>(from, to, x, y, n);
+}
+
+void adamw(const AdamW &args, cudaStream_t stream) {
+  adamwKernel<<<blocksFor(args.n), kThreads, 0, stream>>>(args);
+}
+
+void accumulate(float *sum, const void *g, Floating gType, int64_t n, bool first, cudaStream_t stream) {
+  accumulateKernel<<<blocksFor(n), kThreads, 0, stream>>>(sum, g, gType, n, first);
+}
+
+void roundTo(void *h, const float *sum, Floating hType, int64_t n, cudaStream_t stream) {
+  roundKernel<<<blocksFor(n), kThreads, 0, stream>>>(h, sum, hType, n);
+}
+
+void add(const void *x, void *y, Floating type, int64_t n, cudaStream_t stream) {
+  addKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, type, n);
+}
+
+} // namespace partita::rt::gpu
