@@ -104,6 +104,8 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
 
 CudaDevice::~CudaDevice() {
   cudaDeviceSynchronize();
+  if (blasLt_)
+    cublasLtDestroy(blasLt_);
   for (int i = 0; i < 2; ++i) {
     if (staging_[i])
       cudaFreeHost(staging_[i]);
@@ -121,6 +123,17 @@ std::string CudaDevice::name() const {
   if (cudaGetDeviceProperties(&prop, ordinal_) != cudaSuccess)
     return "cuda:" + std::to_string(ordinal_);
   return "cuda:" + std::to_string(ordinal_) + " (" + prop.name + ")";
+}
+
+llvm::Expected<cublasLtHandle_t> CudaDevice::blasLt() {
+  if (!blasLt_) {
+    cublasStatus_t s = cublasLtCreate(&blasLt_);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      blasLt_ = nullptr;
+      return cudaError("GPU " + llvm::Twine(ordinal_) + ": cublasLtCreate failed: " + cublasLtGetStatusString(s));
+    }
+  }
+  return blasLt_;
 }
 
 bool CudaDevice::check(cudaError_t status, const char *what) {

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/core/Device.h"
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <mutex>
 #include <string>
@@ -57,6 +58,8 @@ public:
   cudaStream_t communicationStream() const { return communication_; }
   cudaStream_t copyStream() const { return copy_; }
   int ordinal() const { return ordinal_; }
+  /// The device's cuBLASLt handle, made on first use (it needs the GPU).
+  llvm::Expected<cublasLtHandle_t> blasLt();
   /// Keeps the first failed CUDA call's message (`what` says which call);
   /// true when `status` is cudaSuccess.
   bool check(cudaError_t status, const char *what);
@@ -73,6 +76,7 @@ private:
   static constexpr size_t kStagingChunk = 8u << 20; // bytes per pinned chunk
   void *staging_[2] = {nullptr, nullptr};           // pinned host chunks
   cudaEvent_t stagingFree_[2] = {nullptr, nullptr}; // a chunk's last copy done
+  cublasLtHandle_t blasLt_ = nullptr;
   std::mutex errorMutex_;
   std::string firstError_;
 };

@@ -7,8 +7,10 @@
 // `cuda` entry of the device registry.
 //===----------------------------------------------------------------------===//
 #include "compiler/ir/Graph.h"
+#include "compiler/ops/OpRegistry.h"
 #include "runtime/core/DeviceRegistry.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/GemmKernel.h"
 #include "runtime/cuda/GpuKernels.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include "llvm/ADT/Twine.h"
@@ -89,6 +91,37 @@ private:
   gpu::Broadcast shape_;
 };
 
+class CopyKernel final : public Kernel {
+public:
+  llvm::Error run(KernelContext &ctx) override {
+    if (ctx.outputs[0].data != ctx.inputs[0].data)
+      gpu::copy(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].bytes(), streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+};
+
+class TransposeKernel final : public Kernel {
+public:
+  TransposeKernel(const Shape &in, const std::vector<int64_t> &perm, int elementBytes) : bytes_(elementBytes) {
+    std::vector<int64_t> stride(in.size(), 1);
+    for (int d = static_cast<int>(in.size()) - 2; d >= 0; --d)
+      stride[d] = stride[d + 1] * in[d + 1];
+    p_.rank = static_cast<int>(perm.size());
+    for (int d = 0; d < p_.rank; ++d) {
+      p_.shape[d] = in[perm[d]];
+      p_.inputStride[d] = stride[perm[d]];
+    }
+  }
+  llvm::Error run(KernelContext &ctx) override {
+    gpu::transpose(ctx.inputs[0].data, ctx.outputs[0].data, bytes_, p_, ctx.outputs[0].numel(), streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+
+private:
+  int bytes_;
+  gpu::Permute p_;
+};
+
 class CastKernel final : public Kernel {
 public:
   CastKernel(gpu::Floating from, gpu::Floating to) : from_(from), to_(to) {}
@@ -160,11 +193,32 @@ void registerCudaKernels(KernelRegistry &r) {
                                 dtypeName(n.output()->type().dtype) + " (float32, bf16 and fp16 only)");
     return std::unique_ptr<Kernel>(new CastKernel(*from, *to));
   });
+  for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten"})
+    r.add(op, kCudaDevice, [](const Node &) -> llvm::Expected<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(new CopyKernel());
+    });
+  r.add("Transpose", kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
+    const Shape &in = n.input(0)->type().shape;
+    size_t bytes = dtypeSize(n.input(0)->type().dtype);
+    if (in.size() > static_cast<size_t>(gpu::kMaxDims) || !(bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8))
+      return unsupported(n, "a transpose of more than 8 dimensions or of odd-sized elements");
+    return std::unique_ptr<Kernel>(new TransposeKernel(in, transposePerm(n), static_cast<int>(bytes)));
+  });
   r.add("partita.AdamW", kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (!allF32(n))
       return unsupported(n, "its types (float32 only)");
     return std::unique_ptr<Kernel>(new AdamWKernel(n));
   });
+  // GEMMs on cuBLASLt: bias and ReLU / tanh-GELU epilogues, bf16 or fp16
+  // operands read through mixed precision's widening Casts.
+  r.add("Gemm", kCudaDevice, [](const Node &n) { return makeGemmKernel(n, {}, nullptr); });
+  for (const char *producer : {"MatMul", "partita.Linear"}) {
+    r.add(producer, kCudaDevice, [](const Node &n) { return makeGemmKernel(n, {}, nullptr); });
+    for (const char *consumer : {"Relu", "partita.FastGelu"})
+      r.addEpilogue(producer, consumer, kCudaDevice,
+                    [](const Node &p, const Node &c) { return makeGemmKernel(p, {}, &c); });
+    r.addOperandFusion(producer, "Cast", kCudaDevice, makeGemmKernel);
+  }
   r.setLoopKernels(kCudaDevice, LoopKernels{accumulateOn, roundOn, addOn});
 }
 

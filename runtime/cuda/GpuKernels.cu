@@ -57,6 +57,17 @@ template <typename F> __global__ void binaryBroadcast(F f, const float *a, const
   }
 }
 
+template <typename T> __global__ void transposeKernel(const T *x, T *y, Permute p, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) {
+    int64_t rest = i, at = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      at += (rest % p.shape[d]) * p.inputStride[d];
+      rest /= p.shape[d];
+    }
+    y[i] = x[at];
+  }
+}
+
 __device__ float load(Floating t, const void *p, int64_t i) {
   switch (t) {
   case Floating::F32: return static_cast<const float *>(p)[i];
@@ -101,6 +112,20 @@ __global__ void addKernel(const void *x, void *y, Floating type, int64_t n) {
 }
 
 } // namespace
+
+void transpose(const void *x, void *y, int elementBytes, const Permute &p, int64_t n, cudaStream_t stream) {
+  switch (elementBytes) {
+  case 1: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y), p, n); break;
+  case 2: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), p, n); break;
+  case 4: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y), p, n); break;
+  default: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), p, n); break;
+  }
+}
+
+void copy(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
+  if (bytes)
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+}
 
 void unary(Unary op, const float *x, float *y, int64_t n, cudaStream_t stream) {
   switch (op) {

@@ -30,6 +30,17 @@ struct Broadcast {
   int64_t strideA[kMaxDims] = {}, strideB[kMaxDims] = {};
 };
 
+/// y = x with its dims permuted: output dim d walks input dim perm[d], whose
+/// stride (elements) is inputStride[d]; elements of 1, 2, 4 or 8 bytes.
+struct Permute {
+  int rank = 0;
+  int64_t shape[kMaxDims] = {};       // the output's
+  int64_t inputStride[kMaxDims] = {}; // per output dim
+};
+void transpose(const void *x, void *y, int elementBytes, const Permute &p, int64_t n, cudaStream_t stream);
+/// A device-to-device copy on `stream` (a view that must be its own buffer).
+void copy(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+
 void unary(Unary op, const float *x, float *y, int64_t n, cudaStream_t stream);
 /// y = a op b over n outputs; `shape` null when a, b and y have one shape.
 void binary(Binary op, const float *a, const float *b, float *y, int64_t n, const Broadcast *shape,

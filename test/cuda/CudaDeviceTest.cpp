@@ -5,7 +5,9 @@
 // CPU's: the same shared formulas (ElementMath.h) evaluated on the host in
 // double, and host copies of the bytes.
 //===----------------------------------------------------------------------===//
+#include "compiler/ir/Parser.h"
 #include "runtime/core/DeviceRegistry.h"
+#include "runtime/executor/Program.h"
 #include "runtime/core/DeviceTensor.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/GpuKernels.h"
@@ -215,6 +217,62 @@ TEST(CudaKernels, EveryOpOfTheTablesIsRegisteredForCuda) {
 #undef CHECK_REGISTERED
   EXPECT_NE(r.find("partita.AdamW", kCudaDevice), nullptr);
   EXPECT_NE(r.find("Cast", kCudaDevice), nullptr);
+}
+
+// A program on the GPU: a Linear with bias and ReLU fused into cuBLASLt's
+// epilogue, then attention-shaped batched products, against float64 loops.
+TEST(CudaKernels, GemmsThroughAProgramEqualFloat64) {
+  auto d = makeGpu();
+  ASSERT_TRUE(d);
+  const char *text = "graph @g(%x: f32[2,5,64], %w: f32[48,64], %b: f32[48], %k: f32[2,4,5,12]) opset 17 {\n"
+                     "  %y = partita.Linear(%x, %w, %b) {trans_b = 1} : f32[2,5,48]\n"
+                     "  %r = Relu(%y) : f32[2,5,48]\n"
+                     "  %s = Constant() {value = dense<i64[4]>[2, 5, 4, 12]} : i64[4]\n"
+                     "  %q = Reshape(%r, %s) : f32[2,5,4,12]\n"
+                     "  %t = Transpose(%q) {perm = [0, 2, 1, 3]} : f32[2,4,5,12]\n"
+                     "  %kt = Transpose(%k) {perm = [0, 1, 3, 2]} : f32[2,4,12,5]\n"
+                     "  %a = MatMul(%t, %kt) : f32[2,4,5,5]\n"
+                     "  return %r, %a\n}\n";
+  auto g = parseGraph(text, "gemm.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  auto program = Program::load(**g, *d);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  auto x = randomFloats(640, 11), w = randomFloats(3072, 12), b = randomFloats(48, 13), k = randomFloats(480, 14);
+  llvm::StringMap<TensorView> feeds;
+  std::vector<void *> bufs;
+  auto feed = [&](const char *name, const std::vector<float> &v, Shape shape) {
+    void *at = d->allocate(v.size() * 4);
+    d->copyFromHost(at, v.data(), v.size() * 4);
+    bufs.push_back(at);
+    feeds[name] = TensorView{DType::F32, shape, at};
+  };
+  feed("x", x, {2, 5, 64});
+  feed("w", w, {48, 64});
+  feed("b", b, {48});
+  feed("k", k, {2, 4, 5, 12});
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  auto r = download<float>(*d, (*outs)[0].data, 480), a = download<float>(*d, (*outs)[1].data, 200);
+  std::vector<double> rd(480);
+  for (int row = 0; row < 10; ++row)
+    for (int j = 0; j < 48; ++j) {
+      double s = b[j];
+      for (int c = 0; c < 64; ++c)
+        s += static_cast<double>(x[row * 64 + c]) * w[j * 64 + c];
+      rd[row * 48 + j] = s > 0 ? s : 0;
+      ASSERT_NEAR(r[row * 48 + j], rd[row * 48 + j], 1e-4) << row << "," << j;
+    }
+  for (int bb = 0; bb < 2; ++bb)
+    for (int h = 0; h < 4; ++h)
+      for (int i = 0; i < 5; ++i)
+        for (int j = 0; j < 5; ++j) {
+          double s = 0;
+          for (int c = 0; c < 12; ++c) // t[bb,h,i,c] = r[bb,i,h*12+c]; kt[bb,h,c,j] = k[bb,h,j,c]
+            s += rd[(bb * 5 + i) * 48 + h * 12 + c] * k[((bb * 4 + h) * 5 + j) * 12 + c];
+          ASSERT_NEAR(a[((bb * 4 + h) * 5 + i) * 5 + j], s, 1e-4) << bb << "," << h << "," << i << "," << j;
+        }
+  for (void *p : bufs)
+    d->deallocate(p);
 }
 
 int main(int argc, char **argv) {
