@@ -1,6 +1,6 @@
 //===- CommunicatorFactory.h - world communicators by backend name --------===//
 //
-// A backend ("mpi" here; "nccl" later) registers how to make the world
+// A backend ("mpi"; "nccl" in a build with CUDA) registers how to make the world
 // communicator from a static CommunicatorRegistrar in its own file; callers
 // ask for it by name and make their groups with Communicator::splitGroup.
 //===----------------------------------------------------------------------===//
@@ -14,6 +14,9 @@ namespace partita::rt {
 struct CommunicatorOptions {
   /// How long a collective or receive may wait; <= 0: no deadline.
   double timeoutSeconds = kDefaultCollectiveTimeout;
+  /// The rank's device, for a backend that moves device memory itself
+  /// ("nccl" needs the rank's CUDA device); null for "mpi".
+  class Device *device = nullptr;
 };
 
 using CommunicatorBackend =
