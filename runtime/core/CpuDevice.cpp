@@ -27,5 +27,6 @@ void CpuDevice::deallocate(void *p) { std::free(p); }
 void CpuDevice::copyFromHost(void *dst, const void *src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuDevice::copyToHost(void *dst, const void *src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuDevice::copyOnDevice(void *dst, const void *src, size_t bytes) { std::memmove(dst, src, bytes); }
+void CpuDevice::fill(void *dst, uint8_t value, size_t bytes) { std::memset(dst, value, bytes); }
 
 } // namespace partita::rt

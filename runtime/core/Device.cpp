@@ -4,6 +4,8 @@
 // always drained and every event always complete.
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Device.h"
+#include <algorithm>
+#include <vector>
 
 namespace partita::rt {
 
@@ -30,5 +32,12 @@ Stream &Device::defaultStream() {
 
 std::unique_ptr<Stream> Device::createStream() { return std::make_unique<SynchronousStream>(); }
 std::unique_ptr<Event> Device::createEvent() { return std::make_unique<SynchronousEvent>(); }
+
+void Device::fill(void *dst, uint8_t value, size_t bytes) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  std::vector<uint8_t> chunk(std::min(bytes, kChunk), value);
+  for (size_t at = 0; at < bytes; at += kChunk)
+    copyFromHost(offset(dst, at), chunk.data(), std::min(kChunk, bytes - at));
+}
 
 } // namespace partita::rt

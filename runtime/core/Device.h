@@ -34,6 +34,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -90,6 +91,10 @@ public:
   virtual void copyFromHost(void *dst, const void *src, size_t bytes) = 0;
   virtual void copyToHost(void *dst, const void *src, size_t bytes) = 0;
   virtual void copyOnDevice(void *dst, const void *src, size_t bytes) = 0;
+  /// Sets `bytes` bytes at `dst` to `value` (zeroing AdamW's moments, a sum),
+  /// synchronous as the copies are. The default copies from a host buffer of
+  /// at most a megabyte at a time; devices override it with a memset.
+  virtual void fill(void *dst, uint8_t value, size_t bytes);
   /// The address `bytes` into the allocation at `base` (the executor places
   /// its buffers in one arena through this). The default is linear
   /// addressing, as host and CUDA memory have; a device whose addresses are
@@ -151,6 +156,7 @@ public:
   void copyFromHost(void *dst, const void *src, size_t bytes) override;
   void copyToHost(void *dst, const void *src, size_t bytes) override;
   void copyOnDevice(void *dst, const void *src, size_t bytes) override;
+  void fill(void *dst, uint8_t value, size_t bytes) override;
 };
 
 /// The CPU device with memory host code cannot touch (`--device cpu-strict`,
@@ -172,6 +178,7 @@ public:
   void copyFromHost(void *dst, const void *src, size_t bytes) override;
   void copyToHost(void *dst, const void *src, size_t bytes) override;
   void copyOnDevice(void *dst, const void *src, size_t bytes) override;
+  void fill(void *dst, uint8_t value, size_t bytes) override;
   using Device::kernelAddress;
   void *kernelAddress(void *deviceAddress) const override;
   llvm::Error launch(std::function<llvm::Error()> work) override;

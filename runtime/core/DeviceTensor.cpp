@@ -47,8 +47,7 @@ llvm::Expected<DeviceTensor> DeviceTensor::zeros(Device &device, DType dtype, co
   auto t = allocate(device, dtype, shape, category, what);
   if (!t)
     return t.takeError();
-  std::vector<uint8_t> zero(t->view_.bytes(), 0);
-  device.copyFromHost(t->data(), zero.data(), zero.size());
+  device.fill(t->data(), 0, t->view_.bytes());
   return t;
 }
 

@@ -197,6 +197,11 @@ void StrictCpuDevice::copyToHost(void *dst, const void *src, size_t bytes) {
   if (bytes)
     std::memcpy(dst, kernelAddress(src), bytes);
 }
+void StrictCpuDevice::fill(void *dst, uint8_t value, size_t bytes) {
+  worker_->drain();
+  if (bytes)
+    std::memset(kernelAddress(dst), value, bytes);
+}
 void StrictCpuDevice::copyOnDevice(void *dst, const void *src, size_t bytes) {
   worker_->drain();
   if (bytes)

@@ -4,20 +4,13 @@
 #include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Dnnl.h"
 #include "runtime/cpu/Parallel.h"
+#include "runtime/kernels/NodeShapes.h"
 #include <cmath>
 
 namespace partita::rt::cpu {
 
 namespace {
 
-/// Splits a shape around `axis` into outer x len x inner.
-struct AxisSplit {
-  int64_t outer = 1, len = 1, inner = 1;
-  AxisSplit(const Shape &s, int64_t axis) {
-    for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i)
-      (i < axis ? outer : i == axis ? len : inner) *= s[i];
-  }
-};
 
 class SoftmaxKernel final : public Kernel {
 public:

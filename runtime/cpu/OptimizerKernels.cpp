@@ -2,16 +2,14 @@
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/Parallel.h"
 #include "runtime/kernels/ElementMath.h"
+#include "runtime/kernels/NodeShapes.h"
 
 namespace partita::rt::cpu {
 
 namespace {
 class AdamWKernel final : public Kernel {
 public:
-  explicit AdamWKernel(const Node &n)
-      : b1_(static_cast<float>(n.floatAttr("beta1", 0.9))), b2_(static_cast<float>(n.floatAttr("beta2", 0.999))),
-        eps_(static_cast<float>(n.floatAttr("epsilon", 1e-8))),
-        wd_(static_cast<float>(n.floatAttr("weight_decay", 0.01))) {}
+  explicit AdamWKernel(const Node &n) : c_(n) {}
 
   llvm::Error run(KernelContext &ctx) override {
     float lr = *ctx.inputs[0].as<float>(), bc1 = *ctx.inputs[1].as<float>(), bc2 = *ctx.inputs[2].as<float>();
@@ -19,7 +17,7 @@ public:
     const float *m = ctx.inputs[5].as<float>(), *v = ctx.inputs[6].as<float>();
     float *po = ctx.outputs[0].as<float>(), *mo = ctx.outputs[1].as<float>(), *vo = ctx.outputs[2].as<float>();
     float scale = ctx.inputs.size() > 7 ? *ctx.inputs[7].as<float>() : 1.0f;
-    AdamWStep step = adamwStep(lr, bc1, bc2, b1_, b2_, eps_, wd_, scale);
+    AdamWStep step = adamwStep(lr, bc1, bc2, c_.beta1, c_.beta2, c_.epsilon, c_.weightDecay, scale);
     parallelFor(ctx.inputs[3].numel(), 1 << 15, [&](int64_t b, int64_t e) {
       const AdamWStep s = step; // a local copy: no store below can alias it, so the loop vectorizes
       for (int64_t i = b; i < e; ++i) {
@@ -33,7 +31,7 @@ public:
   }
 
 private:
-  float b1_, b2_, eps_, wd_;
+  AdamWConstants c_;
 };
 } // namespace
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/kernels/NodeShapes.h"
 #include "runtime/cpu/FastMath.h"
 #include "runtime/cpu/Parallel.h"
 #include <algorithm>
@@ -154,16 +155,9 @@ llvm::Expected<std::unique_ptr<Kernel>> makeReduce(const Node &n, Reduction kind
   if (n.input(0)->type().dtype != DType::F32 || n.input(0)->type().rank() == 0)
     return makeFallbackKernel(n);
   const Shape &s = n.input(0)->type().shape;
-  std::vector<int64_t> axes = n.intsAttr("axes");
-  if (n.input(1)) {
-    const Tensor *t = constantValue(n.input(1));
-    if (!t)
-      return makeFallbackKernel(n);
-    axes = t->toInts();
-  }
-  std::vector<bool> reduced(s.size(), axes.empty() && !n.intAttr("noop_with_empty_axes", 0));
-  for (int64_t a : axes)
-    reduced[normalizeAxis(a, static_cast<int64_t>(s.size()))] = true;
+  std::vector<bool> reduced = reducedDims(n);
+  if (reduced.empty()) // axes computed at run time
+    return makeFallbackKernel(n);
   if (numElements(s) == 0)
     return makeFallbackKernel(n); // an empty max/min has no value to start from
   return std::unique_ptr<Kernel>(new ReduceKernel(s, reduced, kind));

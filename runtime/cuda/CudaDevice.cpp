@@ -195,6 +195,11 @@ void CudaDevice::copyOnDevice(void *dst, const void *src, size_t bytes) {
   check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
 }
 
+void CudaDevice::fill(void *dst, uint8_t value, size_t bytes) {
+  check(cudaMemsetAsync(dst, value, bytes, compute_), "cudaMemsetAsync");
+  check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
+}
+
 Stream &CudaDevice::defaultStream() { return *computeHandle_; }
 
 std::unique_ptr<Stream> CudaDevice::createStream() {

@@ -45,6 +45,7 @@ public:
   void copyFromHost(void *dst, const void *src, size_t bytes) override;
   void copyToHost(void *dst, const void *src, size_t bytes) override;
   void copyOnDevice(void *dst, const void *src, size_t bytes) override;
+  void fill(void *dst, uint8_t value, size_t bytes) override;
   Stream &defaultStream() override;
   std::unique_ptr<Stream> createStream() override;
   std::unique_ptr<Event> createEvent() override;

@@ -10,21 +10,21 @@
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/core/DeviceRegistry.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/KernelSupport.h"
 #include "runtime/cuda/GemmKernel.h"
 #include "runtime/cuda/GpuKernels.h"
+#include "runtime/cuda/Strides.h"
 #include "runtime/kernels/KernelRegistry.h"
+#include "runtime/kernels/NodeShapes.h"
 #include "llvm/ADT/Twine.h"
 
 namespace partita::rt::cuda {
 
+void registerRowKernels(KernelRegistry &r);   // RowKernelsHost.cpp
+void registerTrainKernels(KernelRegistry &r); // TrainKernelsHost.cpp
+llvm::Expected<std::unique_ptr<Kernel>> makeCast(const Node &n);    // TrainKernelsHost.cpp
+
 namespace {
-
-cudaStream_t streamOf(Device &device) { return static_cast<CudaDevice &>(device).computeStream(); }
-
-llvm::Error unsupported(const Node &n, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "node " + n.describe() + ": no cuda kernel for " + why);
-}
 
 bool allF32(const Node &n) {
   for (const Value *v : n.inputs())
@@ -36,11 +36,11 @@ bool allF32(const Node &n) {
   return true;
 }
 
-std::optional<gpu::Floating> floating(DType t) {
+std::optional<gpu::Number> floating(DType t) {
   switch (t) {
-  case DType::F32: return gpu::Floating::F32;
-  case DType::BF16: return gpu::Floating::BF16;
-  case DType::F16: return gpu::Floating::F16;
+  case DType::F32: return gpu::Number::F32;
+  case DType::BF16: return gpu::Number::BF16;
+  case DType::F16: return gpu::Number::F16;
   default: return std::nullopt;
   }
 }
@@ -64,20 +64,7 @@ public:
     if (a == out && b == out)
       return;
     broadcast_ = true;
-    shape_.rank = static_cast<int>(out.size());
-    // Each operand right-aligned against the output; stride 0 where it is 1.
-    auto strides = [&](const Shape &s, int64_t *stride) {
-      int64_t step = 1;
-      for (int d = shape_.rank - 1, k = static_cast<int>(s.size()) - 1; d >= 0; --d, --k) {
-        int64_t extent = k >= 0 ? s[k] : 1;
-        stride[d] = extent == 1 ? 0 : step;
-        step *= extent;
-      }
-    };
-    for (int d = 0; d < shape_.rank; ++d)
-      shape_.shape[d] = out[d];
-    strides(a, shape_.strideA);
-    strides(b, shape_.strideB);
+    shape_ = broadcastOf(a, b, out);
   }
   llvm::Error run(KernelContext &ctx) override {
     gpu::binary(op_, ctx.inputs[0].as<const float>(), ctx.inputs[1].as<const float>(), ctx.outputs[0].as<float>(),
@@ -100,51 +87,14 @@ public:
   }
 };
 
-class TransposeKernel final : public Kernel {
-public:
-  TransposeKernel(const Shape &in, const std::vector<int64_t> &perm, int elementBytes) : bytes_(elementBytes) {
-    std::vector<int64_t> stride(in.size(), 1);
-    for (int d = static_cast<int>(in.size()) - 2; d >= 0; --d)
-      stride[d] = stride[d + 1] * in[d + 1];
-    p_.rank = static_cast<int>(perm.size());
-    for (int d = 0; d < p_.rank; ++d) {
-      p_.shape[d] = in[perm[d]];
-      p_.inputStride[d] = stride[perm[d]];
-    }
-  }
-  llvm::Error run(KernelContext &ctx) override {
-    gpu::transpose(ctx.inputs[0].data, ctx.outputs[0].data, bytes_, p_, ctx.outputs[0].numel(), streamOf(ctx.device));
-    return llvm::Error::success();
-  }
-
-private:
-  int bytes_;
-  gpu::Permute p_;
-};
-
-class CastKernel final : public Kernel {
-public:
-  CastKernel(gpu::Floating from, gpu::Floating to) : from_(from), to_(to) {}
-  llvm::Error run(KernelContext &ctx) override {
-    gpu::cast(from_, to_, ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[0].numel(), streamOf(ctx.device));
-    return llvm::Error::success();
-  }
-
-private:
-  gpu::Floating from_, to_;
-};
-
 class AdamWKernel final : public Kernel {
 public:
-  explicit AdamWKernel(const Node &n)
-      : b1_(static_cast<float>(n.floatAttr("beta1", 0.9))), b2_(static_cast<float>(n.floatAttr("beta2", 0.999))),
-        eps_(static_cast<float>(n.floatAttr("epsilon", 1e-8))),
-        wd_(static_cast<float>(n.floatAttr("weight_decay", 0.01))) {}
+  explicit AdamWKernel(const Node &n) : c_(n) {}
   llvm::Error run(KernelContext &ctx) override {
     const auto &in = ctx.inputs;
     gpu::AdamW a{in[0].as<const float>(), in[1].as<const float>(), in[2].as<const float>(),
                  in.size() > 7 ? in[7].as<const float>() : nullptr,
-                 b1_, b2_, eps_, wd_,
+                 c_.beta1, c_.beta2, c_.epsilon, c_.weightDecay,
                  in[3].as<const float>(), in[4].as<const float>(), in[5].as<const float>(), in[6].as<const float>(),
                  ctx.outputs[0].as<float>(), ctx.outputs[1].as<float>(), ctx.outputs[2].as<float>(),
                  in[3].numel()};
@@ -153,7 +103,7 @@ public:
   }
 
 private:
-  float b1_, b2_, eps_, wd_;
+  AdamWConstants c_;
 };
 
 void accumulateOn(Device &device, void *sum, const void *g, DType gType, int64_t n, bool first) {
@@ -170,15 +120,15 @@ void registerCudaKernels(KernelRegistry &r) {
 #define PARTITA_CUDA_UNARY(name, id, expr)                                                                         \
   r.add(name, kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {                          \
     if (!allF32(n))                                                                                                \
-      return unsupported(n, "its types (float32 only)");                                                           \
+      return refuse(n, "its types (float32 only)");                                                           \
     return std::unique_ptr<Kernel>(new UnaryKernel(gpu::Unary::id));                                               \
   });
 #define PARTITA_CUDA_BINARY(name, id, expr)                                                                        \
   r.add(name, kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {                          \
     if (!allF32(n))                                                                                                \
-      return unsupported(n, "its types (float32 only)");                                                           \
+      return refuse(n, "its types (float32 only)");                                                           \
     if (n.output()->type().shape.size() > static_cast<size_t>(gpu::kMaxDims))                                      \
-      return unsupported(n, "a result of more than 8 dimensions");                                                 \
+      return refuse(n, "a result of more than 8 dimensions");                                                 \
     return std::unique_ptr<Kernel>(new BinaryKernel(gpu::Binary::id, n.input(0)->type().shape,                   \
                                                      n.input(1)->type().shape, n.output()->type().shape));         \
   });
@@ -186,13 +136,7 @@ void registerCudaKernels(KernelRegistry &r) {
   PARTITA_BINARY_OPS(PARTITA_CUDA_BINARY)
 #undef PARTITA_CUDA_UNARY
 #undef PARTITA_CUDA_BINARY
-  r.add("Cast", kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
-    auto from = floating(n.input(0)->type().dtype), to = floating(n.output()->type().dtype);
-    if (!from || !to)
-      return unsupported(n, "a cast from " + dtypeName(n.input(0)->type().dtype) + " to " +
-                                dtypeName(n.output()->type().dtype) + " (float32, bf16 and fp16 only)");
-    return std::unique_ptr<Kernel>(new CastKernel(*from, *to));
-  });
+  r.add("Cast", kCudaDevice, makeCast);
   for (const char *op : {"Reshape", "Squeeze", "Unsqueeze", "Identity", "Flatten"})
     r.add(op, kCudaDevice, [](const Node &) -> llvm::Expected<std::unique_ptr<Kernel>> {
       return std::unique_ptr<Kernel>(new CopyKernel());
@@ -201,12 +145,21 @@ void registerCudaKernels(KernelRegistry &r) {
     const Shape &in = n.input(0)->type().shape;
     size_t bytes = dtypeSize(n.input(0)->type().dtype);
     if (in.size() > static_cast<size_t>(gpu::kMaxDims) || !(bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8))
-      return unsupported(n, "a transpose of more than 8 dimensions or of odd-sized elements");
-    return std::unique_ptr<Kernel>(new TransposeKernel(in, transposePerm(n), static_cast<int>(bytes)));
+      return refuse(n, "a transpose of more than 8 dimensions or of odd-sized elements");
+    std::vector<int64_t> perm = transposePerm(n), stride(in.size(), 1);
+    for (int d = static_cast<int>(in.size()) - 2; d >= 0; --d)
+      stride[d] = stride[d + 1] * in[d + 1];
+    gpu::Permute p;
+    p.rank = static_cast<int>(perm.size());
+    for (int d = 0; d < p.rank; ++d) {
+      p.shape[d] = in[perm[d]];
+      p.inputStride[d] = stride[perm[d]];
+    }
+    return makeStridedRead(p, static_cast<int>(bytes));
   });
   r.add("partita.AdamW", kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {
     if (!allF32(n))
-      return unsupported(n, "its types (float32 only)");
+      return refuse(n, "its types (float32 only)");
     return std::unique_ptr<Kernel>(new AdamWKernel(n));
   });
   // GEMMs on cuBLASLt: bias and ReLU / tanh-GELU epilogues, bf16 or fp16
@@ -219,6 +172,8 @@ void registerCudaKernels(KernelRegistry &r) {
                     [](const Node &p, const Node &c) { return makeGemmKernel(p, {}, &c); });
     r.addOperandFusion(producer, "Cast", kCudaDevice, makeGemmKernel);
   }
+  registerRowKernels(r);
+  registerTrainKernels(r);
   r.setLoopKernels(kCudaDevice, LoopKernels{accumulateOn, roundOn, addOn});
 }
 
@@ -236,6 +191,24 @@ struct RegisterDevice {
 };
 
 } // namespace
+
+/// y[i] = x at the offset `p` gives output element i (Transpose, Expand).
+class StridedReadKernel final : public Kernel {
+public:
+  StridedReadKernel(const gpu::Permute &p, int elementBytes) : bytes_(elementBytes), p_(p) {}
+  llvm::Error run(KernelContext &ctx) override {
+    gpu::transpose(ctx.inputs[0].data, ctx.outputs[0].data, bytes_, p_, ctx.outputs[0].numel(), streamOf(ctx.device));
+    return llvm::Error::success();
+  }
+
+private:
+  int bytes_;
+  gpu::Permute p_;
+};
+
+std::unique_ptr<Kernel> makeStridedRead(const gpu::Permute &p, int elementBytes) {
+  return std::make_unique<StridedReadKernel>(p, elementBytes);
+}
 
 } // namespace partita::rt::cuda
 

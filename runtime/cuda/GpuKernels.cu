@@ -6,17 +6,11 @@
 // contraction of a*b+c into one rounding, which -fmad=false turns off).
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/GpuKernels.h"
+#include "runtime/cuda/Grid.h"
 
 namespace partita::rt::gpu {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocksFor(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 1 ? 1 : (blocks > (1 << 20) ? (1 << 20) : blocks));
-}
 
 #define PARTITA_GPU_FUNCTOR(name, id, expr)                                                                        \
   struct id##Fn {                                                                                                  \
@@ -31,10 +25,6 @@ PARTITA_UNARY_OPS(PARTITA_GPU_FUNCTOR)
 PARTITA_BINARY_OPS(PARTITA_GPU_FUNCTOR)
 #undef PARTITA_GPU_FUNCTOR
 
-#define PARTITA_GRID_STRIDE(i, n)                                                                                  \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                           \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 template <typename F> __global__ void unaryKernel(F f, const float *x, float *y, int64_t n) {
   PARTITA_GRID_STRIDE(i, n) y[i] = f(x[i]);
 }
@@ -46,13 +36,8 @@ template <typename F> __global__ void binarySameShape(F f, const float *a, const
 template <typename F> __global__ void binaryBroadcast(F f, const float *a, const float *b, float *y, int64_t n,
                                                       Broadcast s) {
   PARTITA_GRID_STRIDE(i, n) {
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int d = s.rank - 1; d >= 0; --d) {
-      int64_t k = rest % s.shape[d];
-      rest /= s.shape[d];
-      ia += k * s.strideA[d];
-      ib += k * s.strideB[d];
-    }
+    int64_t ia, ib;
+    s.offsets(i, ia, ib);
     y[i] = f(a[ia], b[ib]);
   }
 }
@@ -68,26 +53,6 @@ template <typename T> __global__ void transposeKernel(const T *x, T *y, Permute 
   }
 }
 
-__device__ float load(Floating t, const void *p, int64_t i) {
-  switch (t) {
-  case Floating::F32: return static_cast<const float *>(p)[i];
-  case Floating::BF16: return bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
-  default: return halfToFloat(static_cast<const uint16_t *>(p)[i]);
-  }
-}
-
-__device__ void store(Floating t, void *p, int64_t i, float v) {
-  switch (t) {
-  case Floating::F32: static_cast<float *>(p)[i] = v; break;
-  case Floating::BF16: static_cast<uint16_t *>(p)[i] = floatToBf16(v); break;
-  default: static_cast<uint16_t *>(p)[i] = floatToHalf(v); break;
-  }
-}
-
-__global__ void castKernel(Floating from, Floating to, const void *x, void *y, int64_t n) {
-  PARTITA_GRID_STRIDE(i, n) store(to, y, i, load(from, x, i));
-}
-
 __global__ void adamwKernel(AdamW a) {
   AdamWStep step = adamwStep(*a.lr, *a.bc1, *a.bc2, a.beta1, a.beta2, a.epsilon, a.weightDecay,
                              a.gradScale ? *a.gradScale : 1.0f);
@@ -99,26 +64,26 @@ __global__ void adamwKernel(AdamW a) {
   }
 }
 
-__global__ void accumulateKernel(float *sum, const void *g, Floating gType, int64_t n, bool first) {
-  PARTITA_GRID_STRIDE(i, n) sum[i] = (first ? 0.0f : sum[i]) + load(gType, g, i);
+__global__ void accumulateKernel(float *sum, const void *g, Number gType, int64_t n, bool first) {
+  PARTITA_GRID_STRIDE(i, n) sum[i] = (first ? 0.0f : sum[i]) + loadFloat(gType, g, i);
 }
 
-__global__ void roundKernel(void *h, const float *sum, Floating hType, int64_t n) {
-  PARTITA_GRID_STRIDE(i, n) store(hType, h, i, sum[i]);
+__global__ void roundKernel(void *h, const float *sum, Number hType, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) storeFloat(hType, h, i, sum[i]);
 }
 
-__global__ void addKernel(const void *x, void *y, Floating type, int64_t n) {
-  PARTITA_GRID_STRIDE(i, n) store(type, y, i, load(type, x, i) + load(type, y, i));
+__global__ void addKernel(const void *x, void *y, Number type, int64_t n) {
+  PARTITA_GRID_STRIDE(i, n) storeFloat(type, y, i, loadFloat(type, x, i) + loadFloat(type, y, i));
 }
 
 } // namespace
 
 void transpose(const void *x, void *y, int elementBytes, const Permute &p, int64_t n, cudaStream_t stream) {
   switch (elementBytes) {
-  case 1: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y), p, n); break;
-  case 2: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), p, n); break;
-  case 4: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y), p, n); break;
-  default: transposeKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), p, n); break;
+  case 1: transposeKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y), p, n); break;
+  case 2: transposeKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), p, n); break;
+  case 4: transposeKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y), p, n); break;
+  default: transposeKernel<<<gridFor(n), kThreads, 0, stream>>>(static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), p, n); break;
   }
 }
 
@@ -130,7 +95,7 @@ void copy(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
 void unary(Unary op, const float *x, float *y, int64_t n, cudaStream_t stream) {
   switch (op) {
 #define PARTITA_GPU_CASE(name, id, expr)                                                                           \
-  case Unary::id: unaryKernel<<<blocksFor(n), kThreads, 0, stream>>>(id##Fn{}, x, y, n); break;
+  case Unary::id: unaryKernel<<<gridFor(n), kThreads, 0, stream>>>(id##Fn{}, x, y, n); break;
     PARTITA_UNARY_OPS(PARTITA_GPU_CASE)
 #undef PARTITA_GPU_CASE
   }
@@ -142,33 +107,29 @@ void binary(Binary op, const float *a, const float *b, float *y, int64_t n, cons
 #define PARTITA_GPU_CASE(name, id, expr)                                                                           \
   case Binary::id:                                                                                                 \
     if (shape)                                                                                                     \
-      binaryBroadcast<<<blocksFor(n), kThreads, 0, stream>>>(id##Fn{}, a, b, y, n, *shape);                        \
+      binaryBroadcast<<<gridFor(n), kThreads, 0, stream>>>(id##Fn{}, a, b, y, n, *shape);                        \
     else                                                                                                           \
-      binarySameShape<<<blocksFor(n), kThreads, 0, stream>>>(id##Fn{}, a, b, y, n);                                \
+      binarySameShape<<<gridFor(n), kThreads, 0, stream>>>(id##Fn{}, a, b, y, n);                                \
     break;
     PARTITA_BINARY_OPS(PARTITA_GPU_CASE)
 #undef PARTITA_GPU_CASE
   }
 }
 
-void cast(Floating from, Floating to, const void *x, void *y, int64_t n, cudaStream_t stream) {
-  castKernel<<<blocksFor(n), kThreads, 0, stream>>>(from, to, x, y, n);
-}
-
 void adamw(const AdamW &args, cudaStream_t stream) {
-  adamwKernel<<<blocksFor(args.n), kThreads, 0, stream>>>(args);
+  adamwKernel<<<gridFor(args.n), kThreads, 0, stream>>>(args);
 }
 
-void accumulate(float *sum, const void *g, Floating gType, int64_t n, bool first, cudaStream_t stream) {
-  accumulateKernel<<<blocksFor(n), kThreads, 0, stream>>>(sum, g, gType, n, first);
+void accumulate(float *sum, const void *g, Number gType, int64_t n, bool first, cudaStream_t stream) {
+  accumulateKernel<<<gridFor(n), kThreads, 0, stream>>>(sum, g, gType, n, first);
 }
 
-void roundTo(void *h, const float *sum, Floating hType, int64_t n, cudaStream_t stream) {
-  roundKernel<<<blocksFor(n), kThreads, 0, stream>>>(h, sum, hType, n);
+void roundTo(void *h, const float *sum, Number hType, int64_t n, cudaStream_t stream) {
+  roundKernel<<<gridFor(n), kThreads, 0, stream>>>(h, sum, hType, n);
 }
 
-void add(const void *x, void *y, Floating type, int64_t n, cudaStream_t stream) {
-  addKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, type, n);
+void add(const void *x, void *y, Number type, int64_t n, cudaStream_t stream) {
+  addKernel<<<gridFor(n), kThreads, 0, stream>>>(x, y, type, n);
 }
 
 } // namespace partita::rt::gpu

@@ -18,8 +18,9 @@ enum class Unary : int { PARTITA_UNARY_OPS(PARTITA_GPU_OP_ID) };
 enum class Binary : int { PARTITA_BINARY_OPS(PARTITA_GPU_OP_ID) };
 #undef PARTITA_GPU_OP_ID
 
-/// The floating types mixed precision moves between.
-enum class Floating : int { F32, BF16, F16 };
+/// Element kinds the kernels read and write (a cast's, a comparison's, the
+/// loop kernels' float32 and half sums).
+enum class Number : int { F32, BF16, F16, I64, I32, Bool };
 
 /// numpy broadcasting of two operands to an output of `rank` dims: an
 /// operand's stride is 0 along the dims it is broadcast over.
@@ -28,6 +29,16 @@ struct Broadcast {
   int rank = 0;
   int64_t shape[kMaxDims] = {};
   int64_t strideA[kMaxDims] = {}, strideB[kMaxDims] = {};
+  /// The operands' elements output element i reads (last dim fastest).
+  PARTITA_HD void offsets(int64_t i, int64_t &a, int64_t &b) const {
+    a = b = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t k = i % shape[d];
+      i /= shape[d];
+      a += k * strideA[d];
+      b += k * strideB[d];
+    }
+  }
 };
 
 /// y = x with its dims permuted: output dim d walks input dim perm[d], whose
@@ -45,7 +56,6 @@ void unary(Unary op, const float *x, float *y, int64_t n, cudaStream_t stream);
 /// y = a op b over n outputs; `shape` null when a, b and y have one shape.
 void binary(Binary op, const float *a, const float *b, float *y, int64_t n, const Broadcast *shape,
             cudaStream_t stream);
-void cast(Floating from, Floating to, const void *x, void *y, int64_t n, cudaStream_t stream);
 
 /// partita.AdamW over flat float32 buffers; the scalars are device memory
 /// (written by the training loop between steps: the host never reads them).
@@ -59,8 +69,8 @@ struct AdamW {
 void adamw(const AdamW &args, cudaStream_t stream);
 
 /// The training loop's kernels (runtime/kernels/LoopKernels.h).
-void accumulate(float *sum, const void *g, Floating gType, int64_t n, bool first, cudaStream_t stream);
-void roundTo(void *h, const float *sum, Floating hType, int64_t n, cudaStream_t stream);
-void add(const void *x, void *y, Floating type, int64_t n, cudaStream_t stream);
+void accumulate(float *sum, const void *g, Number gType, int64_t n, bool first, cudaStream_t stream);
+void roundTo(void *h, const float *sum, Number hType, int64_t n, cudaStream_t stream);
+void add(const void *x, void *y, Number type, int64_t n, cudaStream_t stream);
 
 } // namespace partita::rt::gpu

@@ -41,19 +41,30 @@ using Clock = std::chrono::steady_clock;
 
 } // namespace
 
-llvm::Expected<std::array<char, 128>> ncclIdOverMpi(void *mpiComm, int root) {
+llvm::Expected<std::array<char, 128>> ncclNewId() {
   static_assert(sizeof(ncclUniqueId) == 128, "NCCL's unique id is 128 bytes");
+  ncclUniqueId unique;
+  ncclResult_t r = ncclGetUniqueId(&unique);
+  if (r != ncclSuccess)
+    return ncclError(llvm::Twine("ncclGetUniqueId failed: ") + ncclGetErrorString(r));
+  std::array<char, 128> id;
+  std::memcpy(id.data(), &unique, sizeof unique);
+  return id;
+}
+
+llvm::Expected<std::array<char, 128>> ncclIdOverMpi(void *mpiComm, int root) {
   MPI_Comm comm = *static_cast<MPI_Comm *>(mpiComm);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::array<char, 128> id{};
   int made = 1;
   if (rank == root) {
-    ncclUniqueId unique;
-    ncclResult_t r = ncclGetUniqueId(&unique);
-    made = r == ncclSuccess;
-    if (made)
-      std::memcpy(id.data(), &unique, sizeof unique);
+    auto mine = ncclNewId();
+    made = static_cast<bool>(mine);
+    if (mine)
+      id = *mine;
+    else
+      llvm::consumeError(mine.takeError());
   }
   // Every member learns whether the root made one (no member waits forever).
   MPI_Bcast(&made, 1, MPI_INT, root, comm);
@@ -204,8 +215,14 @@ llvm::Expected<std::unique_ptr<NcclCommunicator>> NcclCommunicator::world(CudaDe
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
+  return join(device, *id, rank, size, timeoutSeconds);
+}
+
+llvm::Expected<std::unique_ptr<NcclCommunicator>> NcclCommunicator::join(CudaDevice &device,
+                                                                         const std::array<char, 128> &id, int rank,
+                                                                         int size, double timeoutSeconds) {
   ncclUniqueId unique;
-  std::memcpy(&unique, id->data(), sizeof unique);
+  std::memcpy(&unique, id.data(), sizeof unique);
   auto state = std::make_unique<State>(device, timeoutSeconds);
   if (cudaSetDevice(device.ordinal()) != cudaSuccess)
     return ncclError("rank " + llvm::Twine(rank) + ": cudaSetDevice failed");

@@ -30,6 +30,8 @@ namespace partita::rt {
 
 class CudaDevice;
 
+/// A new unique id of NCCL's (128 bytes), made here.
+llvm::Expected<std::array<char, 128>> ncclNewId();
 /// NCCL's unique id (128 bytes) made on rank `root` of the MPI communicator
 /// `mpiComm` (an MPI_Comm) and broadcast to every member.
 llvm::Expected<std::array<char, 128>> ncclIdOverMpi(void *mpiComm, int root = 0);
@@ -38,6 +40,9 @@ class NcclCommunicator final : public Communicator {
 public:
   /// Every rank of MPI_COMM_WORLD calls it, each with its own GPU's device.
   static llvm::Expected<std::unique_ptr<NcclCommunicator>> world(CudaDevice &device, double timeoutSeconds);
+  /// Rank `rank` of `size` joining the communicator of unique id `id`.
+  static llvm::Expected<std::unique_ptr<NcclCommunicator>> join(CudaDevice &device, const std::array<char, 128> &id,
+                                                                int rank, int size, double timeoutSeconds);
   ~NcclCommunicator() override;
 
   int rank() const override { return rank_; }

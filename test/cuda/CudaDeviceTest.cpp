@@ -11,6 +11,8 @@
 #include "runtime/core/DeviceTensor.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/GpuKernels.h"
+#include "runtime/cuda/NcclCommunicator.h"
+#include "runtime/cuda/TrainKernels.h"
 #include "runtime/kernels/KernelRegistry.h"
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -158,15 +160,15 @@ TEST(CudaKernels, CastsRoundAsTheHostDoes) {
     x[i] = bitsFloat(static_cast<uint32_t>(i) << 16 | static_cast<uint32_t>(i * 2654435761u) >> 16);
   void *dx = d->allocate(n * 4), *h = d->allocate(n * 2), *back = d->allocate(n * 4);
   d->copyFromHost(dx, x.data(), n * 4);
-  for (gpu::Floating t : {gpu::Floating::BF16, gpu::Floating::F16}) {
-    gpu::cast(gpu::Floating::F32, t, dx, h, n, d->computeStream());
-    gpu::cast(t, gpu::Floating::F32, h, back, n, d->computeStream());
+  for (gpu::Number t : {gpu::Number::BF16, gpu::Number::F16}) {
+    gpu::convert(gpu::Number::F32, t, dx, h, n, d->computeStream());
+    gpu::convert(t, gpu::Number::F32, h, back, n, d->computeStream());
     auto half = download<uint16_t>(*d, h, n);
     auto wide = download<uint32_t>(*d, back, n);
     for (int64_t i = 0; i < n; ++i) {
-      uint16_t want = t == gpu::Floating::BF16 ? floatToBf16(x[i]) : floatToHalf(x[i]);
+      uint16_t want = t == gpu::Number::BF16 ? floatToBf16(x[i]) : floatToHalf(x[i]);
       ASSERT_EQ(half[i], want) << i;
-      float w = t == gpu::Floating::BF16 ? bf16ToFloat(want) : halfToFloat(want);
+      float w = t == gpu::Number::BF16 ? bf16ToFloat(want) : halfToFloat(want);
       ASSERT_EQ(wide[i], floatBits(w)) << i;
     }
   }
@@ -273,6 +275,199 @@ TEST(CudaKernels, GemmsThroughAProgramEqualFloat64) {
         }
   for (void *p : bufs)
     d->deallocate(p);
+}
+
+// The row kernels through a program: an embedding gather, LayerNorm, a
+// masked softmax over the last axis and over an inner one, Split and Concat,
+// against float64 loops on the host.
+TEST(CudaKernels, RowKernelsThroughAProgramEqualFloat64) {
+  auto d = makeGpu();
+  ASSERT_TRUE(d);
+  const char *text = "graph @g(%t: f32[10,6], %i: i64[2,3], %g: f32[6], %b: f32[6], %m: bool[3,6]) opset 17 {\n"
+                     "  %e = Gather(%t, %i) {axis = 0} : f32[2,3,6]\n"
+                     "  %n = LayerNormalization(%e, %g, %b) {axis = -1, epsilon = 0.00001} : f32[2,3,6]\n"
+                     "  %z = Constant() {value = dense<f32[1]>[-30]} : f32[1]\n"
+                     "  %w = Where(%m, %n, %z) : f32[2,3,6]\n"
+                     "  %s = Softmax(%w) {axis = -1} : f32[2,3,6]\n"
+                     "  %c = Softmax(%n) {axis = 1} : f32[2,3,6]\n"
+                     "  %sz = Constant() {value = dense<i64[2]>[2, 4]} : i64[2]\n"
+                     "  %p, %q = Split(%s, %sz) {axis = 2} : f32[2,3,2], f32[2,3,4]\n"
+                     "  %c1, %c2 = Split(%c, %sz) {axis = 2} : f32[2,3,2], f32[2,3,4]\n"
+                     "  %j = Concat(%q, %c2) {axis = 1} : f32[2,6,4]\n"
+                     "  return %p, %j\n}\n";
+  auto g = parseGraph(text, "rows.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  auto program = Program::load(**g, *d);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  auto table = randomFloats(60, 21), gamma = randomFloats(6, 22), beta = randomFloats(6, 23);
+  std::vector<int64_t> ids = {3, 0, 9, -1, 4, 4};
+  uint8_t mask[18];
+  for (int k = 0; k < 18; ++k)
+    mask[k] = (k % 6) <= (k / 6) + 2; // a causal-like pattern
+  llvm::StringMap<TensorView> feeds;
+  std::vector<void *> bufs;
+  auto feed = [&](const char *name, const void *bytes, size_t n, DType t, Shape shape) {
+    void *at = d->allocate(n);
+    d->copyFromHost(at, bytes, n);
+    bufs.push_back(at);
+    feeds[name] = TensorView{t, shape, at};
+  };
+  feed("t", table.data(), 240, DType::F32, {10, 6});
+  feed("i", ids.data(), 48, DType::I64, {2, 3});
+  feed("g", gamma.data(), 24, DType::F32, {6});
+  feed("b", beta.data(), 24, DType::F32, {6});
+  feed("m", mask, 18, DType::Bool, {3, 6});
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  auto p = download<float>(*d, (*outs)[0].data, 12), j = download<float>(*d, (*outs)[1].data, 48);
+  // float64 reference
+  double n[2][3][6], sm[2][3][6], c[2][3][6];
+  for (int r = 0; r < 6; ++r) {
+    int64_t row = ids[r] < 0 ? ids[r] + 10 : ids[r];
+    double mean = 0, var = 0;
+    for (int k = 0; k < 6; ++k)
+      mean += table[row * 6 + k] / 6.0;
+    for (int k = 0; k < 6; ++k)
+      var += (table[row * 6 + k] - mean) * (table[row * 6 + k] - mean) / 6.0;
+    for (int k = 0; k < 6; ++k)
+      n[r / 3][r % 3][k] = (table[row * 6 + k] - mean) / std::sqrt(var + 1e-5) * gamma[k] + beta[k];
+  }
+  for (int a = 0; a < 2; ++a)
+    for (int r = 0; r < 3; ++r) {
+      double w[6], mx = -1e300, sum = 0;
+      for (int k = 0; k < 6; ++k)
+        mx = std::max(mx, w[k] = mask[r * 6 + k] ? n[a][r][k] : -30.0);
+      for (int k = 0; k < 6; ++k)
+        sum += std::exp(w[k] - mx);
+      for (int k = 0; k < 6; ++k)
+        sm[a][r][k] = std::exp(w[k] - mx) / sum;
+    }
+  for (int a = 0; a < 2; ++a)
+    for (int k = 0; k < 6; ++k) {
+      double mx = -1e300, sum = 0;
+      for (int r = 0; r < 3; ++r)
+        mx = std::max(mx, n[a][r][k]);
+      for (int r = 0; r < 3; ++r)
+        sum += std::exp(n[a][r][k] - mx);
+      for (int r = 0; r < 3; ++r)
+        c[a][r][k] = std::exp(n[a][r][k] - mx) / sum;
+    }
+  for (int a = 0; a < 2; ++a)
+    for (int r = 0; r < 3; ++r) {
+      for (int k = 0; k < 2; ++k)
+        EXPECT_NEAR(p[(a * 3 + r) * 2 + k], sm[a][r][k], 1e-5) << a << "," << r << "," << k;
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_NEAR(j[(a * 6 + r) * 4 + k], sm[a][r][k + 2], 1e-5) << "concat first half " << a << "," << r;
+        EXPECT_NEAR(j[(a * 6 + 3 + r) * 4 + k], c[a][r][k + 2], 1e-5) << "concat second half " << a << "," << r;
+      }
+    }
+  for (void *b : bufs)
+    d->deallocate(b);
+}
+
+// A training step's own kernels through a program: reductions over leading
+// and inner dims, Expand, Equal and Not on int64 ids, a bool-to-float cast and
+// the embedding's gradient (ids repeat: their rows sum), against float64.
+TEST(CudaKernels, TrainingKernelsThroughAProgramEqualFloat64) {
+  auto d = makeGpu();
+  ASSERT_TRUE(d);
+  const char *text = "graph @g(%x: f32[4,3,5], %i: i64[4], %j: i64[4], %dy: f32[4,5], %t: f32[6,5]) opset 17 {\n"
+                     "  %a = Constant() {value = dense<i64[2]>[0, 1]} : i64[2]\n"
+                     "  %s = ReduceSum(%x, %a) {keepdims = 0} : f32[5]\n"
+                     "  %m = ReduceMean(%x) {axes = [2], keepdims = 1} : f32[4,3,1]\n"
+                     "  %k = ReduceMax(%x) {axes = [1], keepdims = 0} : f32[4,5]\n"
+                     "  %sh = Constant() {value = dense<i64[3]>[4, 3, 5]} : i64[3]\n"
+                     "  %e = Expand(%m, %sh) : f32[4,3,5]\n"
+                     "  %q = Equal(%i, %j) : bool[4]\n"
+                     "  %n = Not(%q) : bool[4]\n"
+                     "  %f = Cast(%n) {to = 1} : f32[4]\n"
+                     "  %g = partita.EmbeddingGrad(%t, %i, %dy) {offset = 0} : f32[6,5]\n"
+                     "  return %s, %e, %k, %f, %g\n}\n";
+  auto g = parseGraph(text, "train.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  auto program = Program::load(**g, *d);
+  ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+  auto x = randomFloats(60, 41), dy = randomFloats(20, 42), t = randomFloats(30, 43);
+  std::vector<int64_t> ids = {2, 5, 2, 0}, other = {2, 1, 3, 0};
+  llvm::StringMap<TensorView> feeds;
+  std::vector<void *> bufs;
+  auto feed = [&](const char *name, const void *bytes, size_t n, DType type, Shape shape) {
+    void *at = d->allocate(n);
+    d->copyFromHost(at, bytes, n);
+    bufs.push_back(at);
+    feeds[name] = TensorView{type, shape, at};
+  };
+  feed("x", x.data(), 240, DType::F32, {4, 3, 5});
+  feed("i", ids.data(), 32, DType::I64, {4});
+  feed("j", other.data(), 32, DType::I64, {4});
+  feed("dy", dy.data(), 80, DType::F32, {4, 5});
+  feed("t", t.data(), 120, DType::F32, {6, 5});
+  auto outs = (*program)->run(feeds);
+  ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+  auto sum = download<float>(*d, (*outs)[0].data, 5), ex = download<float>(*d, (*outs)[1].data, 60);
+  auto mx = download<float>(*d, (*outs)[2].data, 20), ne = download<float>(*d, (*outs)[3].data, 4);
+  auto grad = download<float>(*d, (*outs)[4].data, 30);
+  for (int c = 0; c < 5; ++c) {
+    double s2 = 0;
+    for (int a = 0; a < 12; ++a)
+      s2 += x[a * 5 + c];
+    EXPECT_NEAR(sum[c], s2, 1e-5) << c;
+  }
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 3; ++b) {
+      double mean = 0;
+      for (int c = 0; c < 5; ++c)
+        mean += x[(a * 3 + b) * 5 + c] / 5.0;
+      for (int c = 0; c < 5; ++c)
+        EXPECT_NEAR(ex[(a * 3 + b) * 5 + c], mean, 1e-6) << a << "," << b;
+    }
+  for (int a = 0; a < 4; ++a)
+    for (int c = 0; c < 5; ++c)
+      EXPECT_EQ(mx[a * 5 + c], std::max({x[(a * 3) * 5 + c], x[(a * 3 + 1) * 5 + c], x[(a * 3 + 2) * 5 + c]}));
+  EXPECT_EQ(ne, (std::vector<float>{0, 1, 1, 0}));
+  for (int row = 0; row < 6; ++row)
+    for (int c = 0; c < 5; ++c) {
+      double want = 0;
+      for (int k = 0; k < 4; ++k)
+        if (ids[k] == row)
+          want += dy[k * 5 + c];
+      EXPECT_NEAR(grad[row * 5 + c], want, 1e-6) << row << "," << c;
+    }
+  for (void *b : bufs)
+    d->deallocate(b);
+}
+
+// NCCL on one GPU: a world of one rank (NCCL refuses two ranks on one GPU)
+// runs every operation through the communication stream and its events.
+TEST(NcclCommunicator, OneRankMovesEveryOperationThroughItsStream) {
+  auto d = makeGpu();
+  ASSERT_TRUE(d);
+  auto id = ncclNewId();
+  ASSERT_TRUE(static_cast<bool>(id)) << llvm::toString(id.takeError());
+  auto comm = NcclCommunicator::join(*d, *id, 0, 1, 60);
+  ASSERT_TRUE(static_cast<bool>(comm)) << llvm::toString(comm.takeError());
+  EXPECT_EQ((*comm)->size(), 1);
+  const int64_t n = 1 << 20;
+  auto x = randomFloats(n, 31);
+  void *a = d->allocate(n * 4), *b = d->allocate(n * 4);
+  d->copyFromHost(a, x.data(), n * 4);
+  // A product queued on the compute stream first: the all-reduce must follow it.
+  gpu::binary(gpu::Binary::Mul, static_cast<float *>(a), static_cast<float *>(a), static_cast<float *>(a), n, nullptr,
+              d->computeStream());
+  ASSERT_FALSE(static_cast<bool>((*comm)->allReduce(a, n, DType::F32)));
+  auto h = (*comm)->startAllGather(a, b, n, DType::F32);
+  ASSERT_TRUE(static_cast<bool>(h));
+  ASSERT_FALSE(static_cast<bool>((*comm)->wait(*h)));
+  ASSERT_FALSE(static_cast<bool>((*comm)->barrier()));
+  auto y = download<float>(*d, b, n);
+  for (int64_t i = 0; i < n; i += 997)
+    ASSERT_EQ(y[i], x[i] * x[i]) << i;
+  auto group = (*comm)->splitGroup(0, 0, "tp");
+  ASSERT_TRUE(static_cast<bool>(group)) << llvm::toString(group.takeError());
+  EXPECT_EQ((*group)->size(), 1);
+  d->deallocate(a);
+  d->deallocate(b);
+  EXPECT_FALSE(static_cast<bool>(d->finishWork()));
 }
 
 int main(int argc, char **argv) {

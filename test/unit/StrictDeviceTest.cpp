@@ -3,6 +3,7 @@
 // kernelAddress. The death tests are the mode failing as it must: a host read
 // of a device buffer (a program's output, as runtime code would read a loss)
 // and host memory handed over as device memory both stop the process.
+#include "MockDevice.h"
 #include "compiler/ir/Parser.h"
 #include "runtime/core/DeviceRegistry.h"
 #include "runtime/core/DeviceTensor.h"
@@ -80,4 +81,26 @@ TEST(StrictDeviceDeathTest, HostMemoryHandedToAKernelIsStopped) {
   EXPECT_DEATH(device->kernelAddress(&host), "cpu-strict: .* is not memory of this device");
   float out = 0;
   EXPECT_DEATH(device->copyToHost(&out, &host, sizeof out), "is not memory of this device");
+}
+
+// Device::fill: a memset on cpu and cpu-strict, the contract's default (host
+// chunks of a megabyte, copied) on the mock device; each sets exactly the
+// bytes asked for, across chunk boundaries, and no byte around them.
+TEST(DeviceFill, SetsExactlyTheBytesAskedForOnEveryDevice) {
+  std::vector<std::unique_ptr<Device>> devices;
+  for (const char *name : {"cpu", "cpu-strict"})
+    devices.push_back(std::move(*DeviceRegistry::get().create(name)));
+  devices.push_back(std::make_unique<test::MockDevice>());
+  const size_t total = (size_t(3) << 20) + 7, from = 5, count = (size_t(2) << 20) + 1;
+  for (auto &device : devices) {
+    std::vector<uint8_t> host(total, 0x11);
+    void *at = device->allocate(total);
+    ASSERT_TRUE(at);
+    device->copyFromHost(at, host.data(), total);
+    device->fill(device->offset(at, from), 0xAB, count);
+    device->copyToHost(host.data(), at, total);
+    for (size_t i = 0; i < total; ++i)
+      ASSERT_EQ(host[i], i >= from && i < from + count ? 0xAB : 0x11) << device->name() << " byte " << i;
+    device->deallocate(at);
+  }
 }
