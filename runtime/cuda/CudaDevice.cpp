@@ -24,7 +24,7 @@ public:
   }
   void record(Stream &stream) override;
   void synchronize() override { device_.check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
-  bool query() const override { return cudaEventQuery(event_) != cudaErrorNotReady; }
+  bool query() const override { return device_.finished(cudaEventQuery(event_), "cudaEventQuery"); }
   cudaEvent_t handle() const { return event_; }
 
 private:
@@ -47,7 +47,7 @@ public:
                   "cudaStreamWaitEvent");
   }
   void synchronize() override { device_.check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
-  bool query() const override { return cudaStreamQuery(stream_) != cudaErrorNotReady; }
+  bool query() const override { return device_.finished(cudaStreamQuery(stream_), "cudaStreamQuery"); }
   cudaStream_t handle() const { return stream_; }
 
 private:
@@ -136,6 +136,12 @@ llvm::Expected<cublasLtHandle_t> CudaDevice::blasLt() {
   return blasLt_;
 }
 
+bool CudaDevice::finished(cudaError_t status, const char *what) {
+  if (status != cudaSuccess && status != cudaErrorNotReady)
+    check(status, what); // failed: finishWork reports it
+  return status != cudaErrorNotReady;
+}
+
 bool CudaDevice::check(cudaError_t status, const char *what) {
   if (status == cudaSuccess)
     return true;
@@ -157,7 +163,7 @@ void *CudaDevice::allocate(size_t bytes) {
 void CudaDevice::deallocate(void *p) {
   if (!p)
     return;
-  check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize"); // queued kernels may still use it
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); // work on any stream (NCCL's too) may still use it
   check(cudaFree(p), "cudaFree");
 }
 

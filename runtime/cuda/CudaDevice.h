@@ -64,6 +64,9 @@ public:
   /// Keeps the first failed CUDA call's message (`what` says which call);
   /// true when `status` is cudaSuccess.
   bool check(cudaError_t status, const char *what);
+  /// A query's answer (`status` of cudaEventQuery or cudaStreamQuery): done
+  /// or failed, not still running; a failure is kept as by check().
+  bool finished(cudaError_t status, const char *what);
   /// A Stream of this device (wraps a cudaStream_t it may own).
   class CudaStream;
 

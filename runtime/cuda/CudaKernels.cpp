@@ -106,14 +106,28 @@ private:
   AdamWConstants c_;
 };
 
+// The loop kernels' types are float32 or half by LoopKernels.h's contract;
+// another is kept as the device's error (finishWork reports it).
+bool loopType(Device &device, DType t) {
+  return floating(t) || !static_cast<CudaDevice &>(device).check(cudaErrorInvalidValue, "a loop kernel's type");
+}
 void accumulateOn(Device &device, void *sum, const void *g, DType gType, int64_t n, bool first) {
-  gpu::accumulate(static_cast<float *>(sum), g, *floating(gType), n, first, streamOf(device));
+  if (floating(gType))
+    gpu::accumulate(static_cast<float *>(sum), g, *floating(gType), n, first, streamOf(device));
+  else
+    loopType(device, gType);
 }
 void roundOn(Device &device, void *h, const void *sum, DType hType, int64_t n) {
-  gpu::roundTo(h, static_cast<const float *>(sum), *floating(hType), n, streamOf(device));
+  if (floating(hType))
+    gpu::roundTo(h, static_cast<const float *>(sum), *floating(hType), n, streamOf(device));
+  else
+    loopType(device, hType);
 }
 void addOn(Device &device, const void *x, void *y, DType type, int64_t n) {
-  gpu::add(x, y, *floating(type), n, streamOf(device));
+  if (floating(type))
+    gpu::add(x, y, *floating(type), n, streamOf(device));
+  else
+    loopType(device, type);
 }
 
 void registerCudaKernels(KernelRegistry &r) {
@@ -125,8 +139,8 @@ void registerCudaKernels(KernelRegistry &r) {
   });
 #define PARTITA_CUDA_BINARY(name, id, expr)                                                                        \
   r.add(name, kCudaDevice, [](const Node &n) -> llvm::Expected<std::unique_ptr<Kernel>> {                          \
-    if (!allF32(n))                                                                                                \
-      return refuse(n, "its types (float32 only)");                                                           \
+    if (!allF32(n) || n.numInputs() != 2 || !n.input(0) || !n.input(1))                                             \
+      return refuse(n, "its operands (two, float32)");                                                              \
     if (n.output()->type().shape.size() > static_cast<size_t>(gpu::kMaxDims))                                      \
       return refuse(n, "a result of more than 8 dimensions");                                                 \
     return std::unique_ptr<Kernel>(new BinaryKernel(gpu::Binary::id, n.input(0)->type().shape,                   \

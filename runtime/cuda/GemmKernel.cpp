@@ -3,6 +3,8 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/GemmPlan.h"
 #include <cublasLt.h>
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace partita::rt::cuda {
@@ -20,6 +22,15 @@ std::optional<cudaDataType_t> cudaType(DType t) {
   case DType::F16: return CUDA_R_16F;
   default: return std::nullopt;
   }
+}
+
+/// The largest power of two up to 256 that divides `p`'s address.
+uint32_t alignmentOf(const void *p) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align)
+    align /= 2;
+  return align;
 }
 
 /// The stored type of operand k: a widening Cast's input, or the operand.
@@ -99,12 +110,23 @@ public:
           CUBLAS_STATUS_SUCCESS)
         return gemmError(*node_, "setting the bias pointer failed");
     }
-    if (!chosen_) { // the heuristic's best algorithm for this device, within the workspace
+    // The executor places tensors at 64-byte multiples, not the 256 bytes
+    // cuBLASLt's heuristic assumes by default: tell it each operand's
+    // alignment, and choose again when a run's addresses align otherwise.
+    uint32_t align[3] = {alignmentOf(ctx.inputs[1].data), alignmentOf(ctx.inputs[0].data),
+                         alignmentOf(ctx.outputs[0].data)};
+    if (!chosen_ || !std::equal(align, align + 3, chosenAlign_)) { // the heuristic's best for this device
       cublasLtMatmulPreference_t pref = nullptr;
       cublasLtMatmulPreferenceCreate(&pref);
       size_t workspace = kGemmWorkspace;
       cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                            sizeof workspace);
+      const cublasLtMatmulPreferenceAttributes_t which[4] = {
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+      const uint32_t value[4] = {align[0], align[1], align[2], align[2]};
+      for (int k = 0; k < 4; ++k)
+        cublasLtMatmulPreferenceSetAttribute(pref, which[k], &value[k], sizeof value[k]);
       int found = 0;
       cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(*handle, desc_, first_, second_, result_, result_, pref, 1,
                                                         &algo_, &found);
@@ -113,6 +135,7 @@ public:
         return gemmError(*node_, llvm::Twine("cuBLASLt has no algorithm for this matmul (") +
                                      cublasLtGetStatusString(s) + ")");
       chosen_ = true;
+      std::copy(align, align + 3, chosenAlign_);
     }
     float beta = 0.0f;
     cublasStatus_t s = cublasLtMatmul(*handle, desc_, &alpha_, ctx.inputs[1].data, first_, ctx.inputs[0].data,
@@ -132,6 +155,7 @@ private:
   cublasLtMatrixLayout_t first_ = nullptr, second_ = nullptr, result_ = nullptr;
   cublasLtMatmulHeuristicResult_t algo_{};
   bool chosen_ = false;
+  uint32_t chosenAlign_[3] = {}; // the operands' alignments the algorithm was chosen for
 };
 
 } // namespace

@@ -105,27 +105,37 @@ struct NcclCommunicator::State {
   /// Enqueues `call` on the communication stream after the compute stream's
   /// work so far; its handle.
   llvm::Expected<int> enqueue(const std::string &what, const std::function<ncclResult_t(cudaStream_t)> &call) {
-    std::lock_guard<std::mutex> lock(mutex);
+    // A slot is taken under the lock; NCCL is called without it (a call can
+    // block the host, and the watchdog must still run meanwhile).
+    Op *op = nullptr;
     size_t h = 0;
-    while (h < ops.size() && (ops[h]->inFlight || ops[h]->handedOut))
-      ++h;
-    if (h == ops.size()) {
-      auto op = std::make_unique<Op>();
-      device.check(cudaEventCreateWithFlags(&op->ready, cudaEventDisableTiming), "cudaEventCreate");
-      device.check(cudaEventCreateWithFlags(&op->done, cudaEventDisableTiming), "cudaEventCreate");
-      ops.push_back(std::move(op));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      while (h < ops.size() && (ops[h]->inFlight || ops[h]->handedOut))
+        ++h;
+      if (h == ops.size()) {
+        auto made = std::make_unique<Op>();
+        device.check(cudaEventCreateWithFlags(&made->ready, cudaEventDisableTiming), "cudaEventCreate");
+        device.check(cudaEventCreateWithFlags(&made->done, cudaEventDisableTiming), "cudaEventCreate");
+        ops.push_back(std::move(made));
+      }
+      op = ops[h].get();
+      op->handedOut = true; // reserved: no other enqueue takes it
     }
-    Op &op = *ops[h];
     cudaStream_t stream = device.communicationStream();
-    device.check(cudaEventRecord(op.ready, device.computeStream()), "cudaEventRecord");
-    device.check(cudaStreamWaitEvent(stream, op.ready, 0), "cudaStreamWaitEvent");
+    device.check(cudaEventRecord(op->ready, device.computeStream()), "cudaEventRecord");
+    device.check(cudaStreamWaitEvent(stream, op->ready, 0), "cudaStreamWaitEvent");
     ncclResult_t r = call(stream);
-    if (r != ncclSuccess && r != ncclInProgress)
+    if (r != ncclSuccess && r != ncclInProgress) {
+      std::lock_guard<std::mutex> lock(mutex);
+      op->handedOut = false;
       return ncclError(what + " on " + describe() + ": " + ncclGetErrorString(r));
-    device.check(cudaEventRecord(op.done, stream), "cudaEventRecord");
-    op.what = what;
-    op.started = Clock::now();
-    op.inFlight = op.handedOut = true;
+    }
+    device.check(cudaEventRecord(op->done, stream), "cudaEventRecord");
+    std::lock_guard<std::mutex> lock(mutex);
+    op->what = what;
+    op->started = Clock::now();
+    op->inFlight = true;
     return static_cast<int>(h);
   }
 
@@ -142,6 +152,7 @@ struct NcclCommunicator::State {
   /// The watchdog: an operation past the deadline, or NCCL's asynchronous
   /// error, aborts the communicator and ends the process saying why.
   void watch() {
+    cudaSetDevice(device.ordinal()); // else its first CUDA call makes a context on GPU 0
     while (!stopping.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       std::string failure;
@@ -150,9 +161,14 @@ struct NcclCommunicator::State {
         for (auto &op : ops) {
           if (!op->inFlight)
             continue;
-          if (cudaEventQuery(op->done) == cudaSuccess) {
+          cudaError_t state = cudaEventQuery(op->done);
+          if (state == cudaSuccess) {
             op->inFlight = false;
             continue;
+          }
+          if (state != cudaErrorNotReady) { // the GPU failed: say so now, not at the deadline
+            failure = op->what + " on " + describe() + " failed on the GPU: " + cudaGetErrorString(state);
+            break;
           }
           double waited = std::chrono::duration<double>(Clock::now() - op->started).count();
           if (timeout > 0 && waited > timeout)
@@ -330,8 +346,11 @@ llvm::Error NcclCommunicator::wait(int handle) { return state_->follow(handle); 
 llvm::Expected<bool> NcclCommunicator::test(int handle) {
   if (handle < 0 || static_cast<size_t>(handle) >= state_->ops.size())
     return ncclError("no operation has handle " + llvm::Twine(handle));
-  if (cudaEventQuery(state_->ops[handle]->done) == cudaErrorNotReady)
+  cudaError_t done = cudaEventQuery(state_->ops[handle]->done);
+  if (done == cudaErrorNotReady)
     return false;
+  if (done != cudaSuccess)
+    return ncclError("an operation on " + state_->describe() + " failed on the GPU: " + cudaGetErrorString(done));
   if (auto err = state_->follow(handle))
     return std::move(err);
   return true;

@@ -2,8 +2,8 @@
 //
 // One block per row for the reductions (LayerNorm, a softmax over the last
 // axis): the row's sums are a block reduction in a fixed order, so a row's
-// result does not depend on timing. exp is ElementMath.h's fastExp, as on the
-// CPU.
+// result does not depend on timing. exp is libdevice's expf (the CPU's
+// softmax uses an accurate exp too: std::exp or oneDNN's).
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Grid.h"
 #include "runtime/cuda/RowKernels.h"
@@ -80,11 +80,11 @@ __global__ void softmaxRowKernel(const float *x, float *y, int64_t len, bool log
   m = blockMax(m, shared);
   float s = 0;
   for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
-    s += fastExp(px[i] - m);
+    s += expf(px[i] - m);
   s = blockSum(s, shared);
   float logSum = logf(s);
   for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
-    py[i] = log ? px[i] - m - logSum : fastExp(px[i] - m) / s;
+    py[i] = log ? px[i] - m - logSum : expf(px[i] - m) / s;
 }
 
 /// A softmax over an inner axis: one thread per (outer, inner) pair.
@@ -96,10 +96,10 @@ __global__ void softmaxStridedKernel(const float *x, float *y, int64_t outer, in
     for (int64_t i = 0; i < len; ++i)
       m = fmaxf(m, px[i * inner]);
     for (int64_t i = 0; i < len; ++i)
-      s += fastExp(px[i * inner] - m);
+      s += expf(px[i * inner] - m);
     float logSum = logf(s);
     for (int64_t i = 0; i < len; ++i)
-      py[i * inner] = log ? px[i * inner] - m - logSum : fastExp(px[i * inner] - m) / s;
+      py[i * inner] = log ? px[i * inner] - m - logSum : expf(px[i * inner] - m) / s;
   }
 }
 

@@ -1,7 +1,8 @@
 //===- TrainKernels.cu - reductions, comparisons, casts, embedding grads ---===//
 //
 // Correct and deterministic first: a reduction is one thread per output
-// element walking its reduced elements in row-major order (adjacent outputs
+// element walking its reduced elements in row-major order, summing in
+// float64 as the CPU's kernel does (adjacent outputs
 // read adjacent inputs when the reduced dims lead, as a bias gradient's do),
 // the embedding gradient one thread per column walking the ids in order.
 //===----------------------------------------------------------------------===//
@@ -19,19 +20,19 @@ __global__ void reduceKernel(Reduce kind, const float *x, float *y, int64_t outp
       base += (rest % r.keptShape[d]) * r.keptStride[d];
       rest /= r.keptShape[d];
     }
-    float acc = kind == Reduce::Max ? -INFINITY : kind == Reduce::Min ? INFINITY : 0.0f;
+    double acc = kind == Reduce::Max ? -INFINITY : kind == Reduce::Min ? INFINITY : 0.0; // float64, as the CPU's
     for (int64_t k = 0; k < r.reducedCount; ++k) {
       int64_t left = k, at = base;
       for (int d = r.reducedRank - 1; d >= 0; --d) {
         at += (left % r.reducedShape[d]) * r.reducedStride[d];
         left /= r.reducedShape[d];
       }
-      float v = x[at];
+      double v = x[at];
       acc = kind == Reduce::Max ? (v > acc || v != v ? v : acc)
             : kind == Reduce::Min ? (v < acc || v != v ? v : acc)
                                   : acc + v;
     }
-    y[o] = kind == Reduce::Mean ? acc / static_cast<float>(r.reducedCount) : acc;
+    y[o] = static_cast<float>(kind == Reduce::Mean ? acc / static_cast<double>(r.reducedCount) : acc);
   }
 }
 
