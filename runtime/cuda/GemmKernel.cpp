@@ -52,7 +52,6 @@ public:
   llvm::Error init(const Node &n, const GemmPlan &p, DType aType, DType bType, bool bias, cublasLtEpilogue_t epilogue,
                    float alpha) {
     node_ = &n;
-    plan_ = p;
     alpha_ = alpha;
     bias_ = bias;
     bool half = aType != DType::F32;
@@ -148,7 +147,6 @@ public:
 
 private:
   const Node *node_ = nullptr;
-  GemmPlan plan_;
   float alpha_ = 1.0f;
   bool bias_ = false;
   cublasLtMatmulDesc_t desc_ = nullptr;
