@@ -1,5 +1,6 @@
 //===- CudaDevice.cpp -----------------------------------------------------===//
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CublasLt.h"
 #include "llvm/Support/FormatVariadic.h"
 #include <cstdlib>
 #include <cstring>
@@ -104,8 +105,13 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
 
 CudaDevice::~CudaDevice() {
   cudaDeviceSynchronize();
-  if (blasLt_)
-    cublasLtDestroy(blasLt_);
+  if (blasLt_) {
+    auto lt = cuda::cublasLt(); // opened: the handle was made
+    if (lt)
+      (*lt)->cublasLtDestroy(blasLt_);
+    else
+      llvm::consumeError(lt.takeError());
+  }
   for (int i = 0; i < 2; ++i) {
     if (staging_[i])
       cudaFreeHost(staging_[i]);
@@ -127,10 +133,14 @@ std::string CudaDevice::name() const {
 
 llvm::Expected<cublasLtHandle_t> CudaDevice::blasLt() {
   if (!blasLt_) {
-    cublasStatus_t s = cublasLtCreate(&blasLt_);
+    auto lt = cuda::cublasLt();
+    if (!lt)
+      return lt.takeError();
+    cublasStatus_t s = (*lt)->cublasLtCreate(&blasLt_);
     if (s != CUBLAS_STATUS_SUCCESS) {
       blasLt_ = nullptr;
-      return cudaError("GPU " + llvm::Twine(ordinal_) + ": cublasLtCreate failed: " + cublasLtGetStatusString(s));
+      return cudaError("GPU " + llvm::Twine(ordinal_) + ": cublasLtCreate failed: " +
+                       (*lt)->cublasLtGetStatusString(s));
     }
   }
   return blasLt_;

@@ -1,8 +1,8 @@
 //===- GemmKernel.cpp -----------------------------------------------------===//
 #include "runtime/cuda/GemmKernel.h"
+#include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/GemmPlan.h"
-#include <cublasLt.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -40,12 +40,13 @@ DType storedType(const Node &n, const Node *producer, size_t k) {
 
 class GemmKernel final : public Kernel {
 public:
+  explicit GemmKernel(const CublasLt &lt) : lt_(lt) {}
   ~GemmKernel() override {
     for (cublasLtMatrixLayout_t l : {first_, second_, result_})
       if (l)
-        cublasLtMatrixLayoutDestroy(l);
+        lt_.cublasLtMatrixLayoutDestroy(l);
     if (desc_)
-      cublasLtMatmulDescDestroy(desc_);
+      lt_.cublasLtMatmulDescDestroy(desc_);
   }
 
   /// Builds the descriptors; a cuBLASLt status other than success names the call.
@@ -60,32 +61,32 @@ public:
     auto ok = [&](cublasStatus_t s, const char *what) -> llvm::Error {
       if (s == CUBLAS_STATUS_SUCCESS)
         return llvm::Error::success();
-      return gemmError(n, llvm::Twine(what) + " failed: " + cublasLtGetStatusString(s));
+      return gemmError(n, llvm::Twine(what) + " failed: " + lt_.cublasLtGetStatusString(s));
     };
-    if (auto e = ok(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate"))
+    if (auto e = ok(lt_.cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate"))
       return e;
     cublasOperation_t opFirst = p.transFirst ? CUBLAS_OP_T : CUBLAS_OP_N, opSecond = CUBLAS_OP_N;
-    if (auto e = ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst),
+    if (auto e = ok(lt_.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst),
                     "setting TRANSA"))
       return e;
-    if (auto e = ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond),
+    if (auto e = ok(lt_.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond),
                     "setting TRANSB"))
       return e;
-    if (auto e = ok(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+    if (auto e = ok(lt_.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
                     "setting the epilogue"))
       return e;
     // cuBLAS's first operand is our B, its second our A (GemmPlan.h).
     auto layout = [&](cublasLtMatrixLayout_t &l, DType t, int64_t rows, int64_t cols, int64_t ld,
                       int64_t stride) -> llvm::Error {
-      if (auto e = ok(cublasLtMatrixLayoutCreate(&l, *cudaType(t), rows, cols, ld), "cublasLtMatrixLayoutCreate"))
+      if (auto e = ok(lt_.cublasLtMatrixLayoutCreate(&l, *cudaType(t), rows, cols, ld), "cublasLtMatrixLayoutCreate"))
         return e;
       if (p.batch == 1)
         return llvm::Error::success();
       int32_t count = static_cast<int32_t>(p.batch);
-      if (auto e = ok(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+      if (auto e = ok(lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
                       "setting the batch count"))
         return e;
-      return ok(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+      return ok(lt_.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                  sizeof stride),
                 "setting the batch stride");
     };
@@ -105,7 +106,7 @@ public:
       return handle.takeError();
     if (bias_) {
       const void *bias = ctx.inputs[2].data;
-      if (cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) !=
+      if (lt_.cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) !=
           CUBLAS_STATUS_SUCCESS)
         return gemmError(*node_, "setting the bias pointer failed");
     }
@@ -116,36 +117,37 @@ public:
                          alignmentOf(ctx.outputs[0].data)};
     if (!chosen_ || !std::equal(align, align + 3, chosenAlign_)) { // the heuristic's best for this device
       cublasLtMatmulPreference_t pref = nullptr;
-      cublasLtMatmulPreferenceCreate(&pref);
+      lt_.cublasLtMatmulPreferenceCreate(&pref);
       size_t workspace = kGemmWorkspace;
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      lt_.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                            sizeof workspace);
       const cublasLtMatmulPreferenceAttributes_t which[4] = {
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
       const uint32_t value[4] = {align[0], align[1], align[2], align[2]};
       for (int k = 0; k < 4; ++k)
-        cublasLtMatmulPreferenceSetAttribute(pref, which[k], &value[k], sizeof value[k]);
+        lt_.cublasLtMatmulPreferenceSetAttribute(pref, which[k], &value[k], sizeof value[k]);
       int found = 0;
-      cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(*handle, desc_, first_, second_, result_, result_, pref, 1,
+      cublasStatus_t s = lt_.cublasLtMatmulAlgoGetHeuristic(*handle, desc_, first_, second_, result_, result_, pref, 1,
                                                         &algo_, &found);
-      cublasLtMatmulPreferenceDestroy(pref);
+      lt_.cublasLtMatmulPreferenceDestroy(pref);
       if (s != CUBLAS_STATUS_SUCCESS || found == 0)
         return gemmError(*node_, llvm::Twine("cuBLASLt has no algorithm for this matmul (") +
-                                     cublasLtGetStatusString(s) + ")");
+                                     lt_.cublasLtGetStatusString(s) + ")");
       chosen_ = true;
       std::copy(align, align + 3, chosenAlign_);
     }
     float beta = 0.0f;
-    cublasStatus_t s = cublasLtMatmul(*handle, desc_, &alpha_, ctx.inputs[1].data, first_, ctx.inputs[0].data,
+    cublasStatus_t s = lt_.cublasLtMatmul(*handle, desc_, &alpha_, ctx.inputs[1].data, first_, ctx.inputs[0].data,
                                       second_, &beta, ctx.outputs[0].data, result_, ctx.outputs[0].data, result_,
                                       &algo_.algo, ctx.scratch, kGemmWorkspace, device.computeStream());
     if (s != CUBLAS_STATUS_SUCCESS)
-      return gemmError(*node_, llvm::Twine("cublasLtMatmul failed: ") + cublasLtGetStatusString(s));
+      return gemmError(*node_, llvm::Twine("cublasLtMatmul failed: ") + lt_.cublasLtGetStatusString(s));
     return llvm::Error::success();
   }
 
 private:
+  const CublasLt &lt_;
   const Node *node_ = nullptr;
   float alpha_ = 1.0f;
   bool bias_ = false;
@@ -202,7 +204,10 @@ llvm::Expected<std::unique_ptr<Kernel>> makeGemmKernel(const Node &n, const std:
   auto plan = planGemm(n.input(0)->type().shape, n.input(1)->type().shape, bTransposed);
   if (!plan)
     return gemmError(n, "no cuda kernel for " + llvm::toString(plan.takeError()));
-  auto kernel = std::make_unique<GemmKernel>();
+  auto lt = cublasLt();
+  if (!lt)
+    return gemmError(n, llvm::toString(lt.takeError()));
+  auto kernel = std::make_unique<GemmKernel>(**lt);
   if (auto err = kernel->init(n, *plan, aType, bType, bias, ep, alpha))
     return std::move(err);
   return std::unique_ptr<Kernel>(std::move(kernel));
