@@ -8,8 +8,10 @@
 // name is known by its weights' names, "h.3.attn.c_attn.weight"). Between two
 // layers the cut goes where the fewest values cross. What comes before the
 // first layer (the embedding) stays on the first stage, what comes after the
-// last (the final norm, the LM head, the loss) on the last. A model without
-// numbered layers is cut wherever the fewest values cross.
+// last (the final norm, the LM head, the loss) on the last. A model whose
+// names number no layers has them found from its dataflow (the blocks its
+// residual stream repeats, LayerStructure.h); one without repeating blocks
+// is cut wherever the fewest values cross.
 //
 // The boundaries minimise the slowest stage's time by dynamic programming over
 // the layer boundaries: each node's roofline time from its FLOP and bytes
@@ -30,6 +32,7 @@
 #include "compiler/ops/OpRegistry.h"
 #include "passes/ClassifyParameters.h"
 #include "passes/LayerNames.h"
+#include "passes/LayerStructure.h"
 #include "passes/StageCost.h"
 #include "passes/Passes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -206,20 +209,41 @@ private:
 
     if (!cuts_.empty())
       return cutAt(g, order, prefix);
-    // Layers, and one candidate cut per boundary between two of them.
+    // Layers, and one candidate cut per boundary between two of them: by
+    // their numbered names, else as the dataflow shows them (a model whose
+    // exporter numbers no modules).
     std::vector<std::string> keys;
-    std::map<std::string, std::pair<int64_t, int64_t>> span; // first, last position
-    for (int64_t i = 0; i < count; ++i) {
-      std::string key = layerOf(*order[i]);
-      if (key.empty())
-        continue;
-      auto [it, added] = span.try_emplace(key, i, i);
-      if (added)
-        keys.push_back(key);
-      it->second.second = i;
+    std::vector<std::pair<int64_t, int64_t>> spans; // first, last position
+    {
+      std::map<std::string, size_t> index;
+      for (int64_t i = 0; i < count; ++i) {
+        std::string key = layerOf(*order[i]);
+        if (key.empty())
+          continue;
+        auto [it, added] = index.try_emplace(key, keys.size());
+        if (added) {
+          keys.push_back(key);
+          spans.emplace_back(i, i);
+        }
+        spans[it->second].second = i;
+      }
+    }
+    bool byStructure = false;
+    if (keys.empty()) {
+      std::vector<const Node *> forward(order.begin(), order.end());
+      for (const std::vector<const Node *> &layer : layersByStructure(forward)) {
+        int64_t first = count, last = -1;
+        for (const Node *n : layer)
+          if (auto it = pos.find(n); it != pos.end())
+            first = std::min(first, it->second), last = std::max(last, it->second);
+        if (last < 0)
+          continue;
+        keys.push_back("layer " + std::to_string(keys.size()));
+        spans.emplace_back(first, last);
+      }
+      byStructure = !keys.empty();
     }
     std::vector<int64_t> cuts; // candidate positions, increasing
-    std::vector<std::string> boundaryNames;
     auto bestIn = [&](int64_t from, int64_t to) { // fewest crossing in (from, to]
       int64_t best = to;
       for (int64_t k = to; k > from; --k)
@@ -229,9 +253,7 @@ private:
     };
     if (!keys.empty()) {
       for (size_t j = 0; j + 1 < keys.size(); ++j) {
-        auto [firstA, lastA] = span[keys[j]];
-        auto [firstB, lastB] = span[keys[j + 1]];
-        (void)firstA, (void)lastB;
+        int64_t lastA = spans[j].second, firstB = spans[j + 1].first;
         if (lastA >= firstB)
           return passError(name(), "layers '" + keys[j] + "' and '" + keys[j + 1] +
                                        "' interleave in the program order: no stage boundary between them (" +
@@ -243,7 +265,8 @@ private:
     } else {
       if (!layers_.empty())
         return passError(name(), "layers=... counts transformer layers, but no node is named after a numbered "
-                                 "module (\"/h.0/...\", \"layers.0\"): give pp alone");
+                                 "module (\"/h.0/...\", \"layers.0\") and the dataflow shows no repeating "
+                                 "blocks: give pp alone");
       int64_t fewest = std::numeric_limits<int64_t>::max();
       for (int64_t k = 1; k < count; ++k)
         fewest = std::min(fewest, crossing[k]);
@@ -286,8 +309,9 @@ private:
       for (int64_t i = bounds[s]; i < bounds[s + 1]; ++i)
         order[i]->setAttr(kStageAttr, Attribute::ofInt(s));
     g.coverage.push_back("pipeline: " + std::to_string(pp_) + " stages over " + std::to_string(pieces) +
-                         (keys.empty() ? " pieces (no numbered layers: cut where the fewest values cross)"
-                                       : " layers") +
+                         (keys.empty()  ? " pieces (no numbered layers: cut where the fewest values cross)"
+                          : byStructure ? " layers (no numbered names: the blocks the dataflow repeats)"
+                                        : " layers") +
                          (layers_.empty() ? ", balanced by cost" : ", the layers per stage as given"));
     for (int64_t s = 0; s < pp_; ++s) {
       int64_t firstPiece = s == 0 ? 0 : chosen[s - 1] + 1;
@@ -390,8 +414,8 @@ private:
 PassInfo assignStagesPass() {
   return {"assign-stages", "Place every forward node on a pipeline stage, cut between layers, balanced by cost",
           "On the forward graph (before autodiff): sets the `stage` attribute of every node that reads a weight "
-          "or another such node; cuts only between numbered layers (\"/h.3/...\"), where the fewest values "
-          "cross, choosing the boundaries that minimise the slowest stage's roofline time (StageCost.h); the embedding "
+          "or another such node; cuts only between layers (numbered module paths, \"/h.3/...\", else the "
+          "blocks the dataflow repeats: LayerStructure.h), where the fewest values cross, choosing the boundaries that minimise the slowest stage's roofline time (StageCost.h); the embedding "
           "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
           "no stage. Adds a line per stage to the coverage report.",
           [] { return std::make_unique<AssignStages>(); }};
