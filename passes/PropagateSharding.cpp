@@ -119,15 +119,20 @@ private:
                           "on a dimension other axes split too, this axis splits it major-most (data parallelism)"};
 
   /// A token dimension of an activation [.., tokens, features]: the one before
-  /// the features if it divides, else the first that does.
-  static int64_t tokenDim(const Value *v, int64_t parts) {
+  /// the features if it divides, else the first that does. `lastToo`: an
+  /// elementwise op's value of rank 2 may be split on its last dimension as
+  /// well: it is a loss's per-token terms, [batch, tokens], the features
+  /// reduced away (with a batch of one, only the tokens divide). Activations
+  /// with features keep the error below; a normalisation never splits the
+  /// dimension it normalises.
+  static int64_t tokenDim(const Value *v, int64_t parts, bool lastToo) {
     const Shape &s = v->type().shape;
     int64_t rank = static_cast<int64_t>(s.size());
     if (rank < 2 || !isFloat(v->type().dtype))
       return -1;
     if (s[rank - 2] % parts == 0)
       return rank - 2;
-    for (int64_t d = 0; d < rank - 1; ++d)
+    for (int64_t d = 0; d < rank - (lastToo && rank == 2 ? 0 : 1); ++d)
       if (s[d] % parts == 0)
         return d;
     return -1;
@@ -144,7 +149,7 @@ private:
     if (!tokenWise || n.numOutputs() == 0 || r.results.empty() || !r.results[0].isReplicated())
       return llvm::Error::success();
     bool fromReduction = false;
-    int64_t d = tokenDim(n.output(), parts);
+    int64_t d = tokenDim(n.output(), parts, !hasTrait(n, OpTrait::Normalizes));
     for (size_t i = 0; i < actual.size(); ++i)
       fromReduction |= actual[i].partial || (d >= 0 && actual[i].dim == d);
     if (fromReduction && d < 0 && n.output()->type().rank() >= 2 && isFloat(n.output()->type().dtype)) {

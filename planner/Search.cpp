@@ -120,16 +120,22 @@ double roughSeconds(const Layout &l, const ModelFacts &f, const Machine &machine
 
 /// A floor under a class's activations on its first stage (Korthikanti et
 /// al. 2022, "Reducing Activation Recomputation in Large Transformer
-/// Models": per layer and micro-batch s b h (34 + 5 a s / h) bytes without
-/// recompute, 34 s b h selective, 2 s b h (the layer's input) full, over tp),
-/// the heads a taken as h / 128; 1F1B keeps min(pp, m) micro-batches.
+/// Models", table 2: per layer and micro-batch, in bytes, with sequence
+/// parallelism s b h (34 + 5 a s / h) / t without recompute, 34 s b h / t
+/// selective, 2 s b h / t (the layer's input) full; without it
+/// s b h (10 + 24 / t + 5 a s / (h t)), s b h (10 + 24 / t) and 2 s b h), the
+/// heads a taken as h / 128; 1F1B keeps min(pp, m) micro-batches.
 double activationFloor(const Layout &l, const ModelFacts &f) {
   const double layers = std::max<double>(1, static_cast<double>(f.layers));
   const double h = std::sqrt(f.parameters / (12 * layers)), s = static_cast<double>(f.sequence);
-  const double sbh = s * static_cast<double>(l.microBatchSize) * h;
-  const double perLayer = l.recompute == "full"        ? 2 * sbh
-                          : l.recompute == "selective" ? 34 * sbh / l.tp
-                                                       : sbh * (34 + 5 * (h / 128) * s / h) / l.tp;
+  const double sbh = s * static_cast<double>(l.microBatchSize) * h, t = l.tp, attention = 5 * (h / 128) * s / h;
+  const double perLayer = l.sequenceParallel
+                              ? (l.recompute == "full"        ? 2 * sbh / t
+                                 : l.recompute == "selective" ? 34 * sbh / t
+                                                              : sbh * (34 + attention) / t)
+                              : (l.recompute == "full"        ? 2 * sbh
+                                 : l.recompute == "selective" ? sbh * (10 + 24 / t)
+                                                              : sbh * (10 + (24 + attention) / t));
   const double inFlight = static_cast<double>(std::min<int64_t>(l.pp, l.microBatches));
   return layers / l.pp * inFlight * perLayer;
 }
@@ -201,24 +207,27 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
           if (v > 1 && (m % pp != 0 || (facts->layers > 0 && facts->layers % (pp * v) != 0)))
             continue; // interleaving needs micro-batches in multiples of pp, equal layers per chunk
           for (const std::string &precision : o.precisions)
-            for (const std::string &recompute : o.recomputes) {
-              Layout l;
-              l.tp = tp, l.pp = pp, l.dp = 1, l.virtualStages = v, l.microBatches = m, l.microBatchSize = mbs;
-              l.precision = precision, l.recompute = recompute;
-              l.schedule = v > 1 ? "interleaved" : "1f1b";
-              // Weights alone, partitioned by tp and pp only (ZeRO-3 could
-              // split them further, but every stage gathers a layer whole).
-              // (With ZeRO-3 over dp > 1 they are partitioned over every device.)
-              const bool zero3 = dp > 1 && llvm::is_contained(o.zeroStages, 3);
-              const double weightBytes =
-                  facts->parameters * (precision == "fp32" ? 4 : 2) / (zero3 ? o.devices : tp * pp);
-              ++result.classes;
-              if (weightBytes > o.memoryCap) {
-                ++result.skippedForMemory;
-                continue;
+            for (const std::string &recompute : o.recomputes)
+              for (bool sp : o.sequenceParallel) {
+                if (sp && tp == 1)
+                  continue; // nothing to split the tokens over
+                Layout l;
+                l.tp = tp, l.pp = pp, l.dp = 1, l.virtualStages = v, l.microBatches = m, l.microBatchSize = mbs;
+                l.precision = precision, l.recompute = recompute, l.sequenceParallel = sp;
+                l.schedule = v > 1 ? "interleaved" : "1f1b";
+                // Weights alone, partitioned by tp and pp only (ZeRO-3 could
+                // split them further, but every stage gathers a layer whole).
+                // (With ZeRO-3 over dp > 1 they are partitioned over every device.)
+                const bool zero3 = dp > 1 && llvm::is_contained(o.zeroStages, 3);
+                const double weightBytes =
+                    facts->parameters * (precision == "fp32" ? 4 : 2) / (zero3 ? o.devices : tp * pp);
+                ++result.classes;
+                if (weightBytes > o.memoryCap) {
+                  ++result.skippedForMemory;
+                  continue;
+                }
+                classes.push_back(l);
               }
-              classes.push_back(l);
-            }
         }
       }
     }
@@ -254,9 +263,10 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
   // activations exceed the floor: a class whose floor, so scaled, and model
   // states cannot fit is not compiled.
   // The smallest ratio seen, so that the scaled floor stays under every class seen.
-  std::map<std::string, double> activationRatio; // recompute mode, tp, precision -> smallest real / floor seen
+  std::map<std::string, double> activationRatio; // recompute mode, tp (+sp), precision -> smallest real / floor seen
   for (const Layout &cls : classes) {
-    const std::string kind = cls.recompute + "/tp" + std::to_string(cls.tp) + "/" + cls.precision;
+    const std::string kind = cls.recompute + "/tp" + std::to_string(cls.tp) + (cls.sequenceParallel ? "+sp/" : "/") +
+                             cls.precision;
     const double ratio = activationRatio.count(kind) ? activationRatio[kind] : 1.0;
     if (statesFloor(cls, *facts, o.devices) + ratio * activationFloor(cls, *facts) > o.memoryCap) {
       ++result.skippedForMemory;

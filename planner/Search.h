@@ -1,8 +1,8 @@
 //===- Search.h - partita plan's search over layouts ----------------------===//
 //
 // A layout's class is what it compiles to without ZeRO and the schedule:
-// (tp, pp, virtual stages, recompute, precision, micro-batch size); dp is
-// what the devices leave. The search
+// (tp, sequence parallelism, pp, virtual stages, recompute, precision,
+// micro-batch size); dp is what the devices leave. The search
 //   1. lists the classes, drops those whose weights alone cannot fit a device
 //      (parameters x their bytes / (tp x pp), or / devices where ZeRO-3 may
 //      partition them), and orders the
@@ -39,6 +39,7 @@ struct SearchOptions {
   std::vector<int64_t> microBatchSizes; // empty: the model's
   std::vector<int> zeroStages{0, 1, 2, 3};
   std::vector<int> tps, pps, virtualStages; // empty: every one that divides (virtual stages: 1..maxVirtualStages)
+  std::vector<bool> sequenceParallel{false, true}; // Megatron's sequence parallelism (tp > 1 only)
   int maxVirtualStages = 4;
   /// Called with a line of progress ("compiled tp2 pp1 ...: 1.2 s").
   std::function<void(const std::string &)> progress;

@@ -27,7 +27,8 @@ namespace partita {
 
 static cl::SubCommand planCmd(
     "plan",
-    "Choose the parallel layout (tp, pp, virtual stages, schedule, dp, ZeRO, micro-batches, recompute, precision) "
+    "Choose the parallel layout (tp, sequence parallelism, pp, virtual stages, schedule, dp, ZeRO, micro-batches, "
+    "recompute, precision) "
     "for a model on N devices under a memory cap, from its compiled programs and a machine description.\n\n"
     "  Worked example: GPT-3 175B (models/make_gpt_shape.py --layers 96 --d 12288 --heads 96 --vocab 51200) on\n"
     "  1,024 A100-80GB, 8 per node, 1,536 sequences of 2,048 tokens per step:\n"
@@ -74,6 +75,10 @@ static cl::list<std::string> recomputes("recompute",
 static cl::list<std::string> schedules("schedule", cl::desc("Pipeline schedules to consider (default 1f1b,gpipe; "
                                                             "interleaved comes with virtual stages)"),
                                        cl::CommaSeparated, cl::sub(planCmd));
+static cl::list<std::string> sequenceParallel("sequence-parallel",
+                                              cl::desc("Sequence parallelism to consider where tp > 1: on, off "
+                                                       "(default off,on)"),
+                                              cl::CommaSeparated, cl::sub(planCmd));
 static cl::list<int> zeros("zero", cl::desc("ZeRO stages to consider (default 0,1,2,3)"), cl::CommaSeparated,
                            cl::sub(planCmd));
 static cl::list<int64_t> microBatchSizes("micro-batch-size",
@@ -233,6 +238,9 @@ int planMain() {
   for (const std::string &s : schedules)
     if (s != "1f1b" && s != "gpipe")
       return reportError(tool, fail("--schedule " + s + ": 1f1b or gpipe (interleaved comes with --max-virtual-stages)"));
+  for (const std::string &sp : sequenceParallel)
+    if (sp != "on" && sp != "off")
+      return reportError(tool, fail("--sequence-parallel " + sp + ": on or off"));
   for (int z : zeros)
     if (z < 0 || z > 3)
       return reportError(tool, fail("--zero " + llvm::Twine(z) + ": ZeRO stages are 0 to 3"));
@@ -269,6 +277,11 @@ int planMain() {
     so.schedules = schedules;
   if (!zeros.empty())
     so.zeroStages = zeros;
+  if (!sequenceParallel.empty()) {
+    so.sequenceParallel.clear();
+    for (const std::string &sp : sequenceParallel)
+      so.sequenceParallel.push_back(sp == "on");
+  }
   so.microBatchSizes = microBatchSizes;
   so.tps = tps;
   so.pps = pps;
@@ -285,7 +298,7 @@ int planMain() {
   os << "partita plan: " << model << " on " << devices << " device(s) of " << machine->name << " ("
      << machine->devicesPerNode << " per node), " << capacity(cap) << " per device, "
      << result->globalBatch << " sequences per step\n";
-  os << "searched " << result->classes << " layout classes (tp, pp, virtual stages, recompute, precision, "
+  os << "searched " << result->classes << " layout classes (tp, sequence parallelism, pp, virtual stages, recompute, precision, "
      << "micro-batch size): " << result->skippedForMemory << " too large for memory by a floor under their weights, "
      << "model states or activations, "
      << result->profiled << " compiled and predicted with every ZeRO stage and schedule";
