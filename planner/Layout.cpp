@@ -3,8 +3,19 @@
 
 namespace partita::planner {
 
+namespace {
+std::string joined(const std::vector<int> &v) {
+  std::string s;
+  for (int x : v)
+    s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+} // namespace
+
 std::string Layout::str() const {
   std::string s = "tp" + std::to_string(tp) + (sequenceParallel ? "+sp" : "") + " pp" + std::to_string(pp);
+  if (!stageLayers.empty())
+    s += " layers=" + joined(stageLayers);
   if (virtualStages > 1)
     s += " v" + std::to_string(virtualStages);
   s += " dp" + std::to_string(dp) + " zero" + std::to_string(zero);
@@ -19,6 +30,8 @@ std::string Layout::compileFlags() const {
   std::string s = "--train --tp " + std::to_string(tp) + " --pp " + std::to_string(pp) + " --dp " + std::to_string(dp);
   if (virtualStages > 1)
     s += " --virtual-stages " + std::to_string(virtualStages);
+  if (!stageLayers.empty())
+    s += " --pp-layers " + joined(stageLayers);
   if (zero > 0)
     s += " --zero " + std::to_string(zero);
   if (sequenceParallel)

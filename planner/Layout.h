@@ -16,8 +16,12 @@ struct Layout {
   std::string precision = "bf16";  // fp32, bf16, fp16
   int64_t microBatches = 1;        // per replica per step (launch --micro-batches)
   int64_t microBatchSize = 1;      // sequences per micro-batch (the compiled batch)
+  /// Layers per pipeline stage (compile --pp-layers); empty: compile's own
+  /// cut, balanced by the stages' time.
+  std::vector<int> stageLayers;
 
-  /// "tp2 pp2 v2 dp4 zero1 interleaved recompute=full bf16 m=8 mbs=1".
+  /// "tp2 pp2 v2 dp4 zero1 interleaved recompute=full bf16 m=8 mbs=1"
+  /// (" layers=3,5" after pp's size when the cut is given).
   std::string str() const;
   /// The flags of `partita compile` for it (not the model and -o).
   std::string compileFlags() const;

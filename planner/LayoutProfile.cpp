@@ -75,6 +75,7 @@ llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileC
   o.pp = layout.pp;
   o.dp = layout.dp;
   o.virtualStages = layout.virtualStages;
+  o.ppLayers = layout.stageLayers;
   o.zero = layout.zero;
   o.sequenceParallel = layout.sequenceParallel;
   o.recompute = layout.recompute;

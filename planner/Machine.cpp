@@ -5,6 +5,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cmath>
 
 namespace partita::planner {
 
@@ -45,9 +46,43 @@ llvm::Error parseLink(const llvm::json::Object &root, llvm::StringRef key, llvm:
     return err;
   if (auto err = number(*o, "latency", key, origin, link.latency))
     return err;
-  return number(*o, "efficiency", key, origin, link.efficiency, false);
+  if (auto err = number(*o, "efficiency", key, origin, link.efficiency, false))
+    return err;
+  // "measured": [[bytes, bytes/s], ...], sizes increasing (--calibrate's).
+  if (const llvm::json::Value *v = o->get("measured")) {
+    const llvm::json::Array *points = v->getAsArray();
+    if (!points)
+      return fail(origin, "\"measured\" in " + key + " must be a list of [bytes, bytes/s] pairs");
+    for (const llvm::json::Value &p : *points) {
+      const llvm::json::Array *pair = p.getAsArray();
+      llvm::Optional<double> bytes = pair && pair->size() == 2 ? (*pair)[0].getAsNumber() : llvm::None;
+      llvm::Optional<double> rate = pair && pair->size() == 2 ? (*pair)[1].getAsNumber() : llvm::None;
+      if (!bytes || !rate || !(*bytes > 0) || !(*rate > 0))
+        return fail(origin, "\"measured\" in " + key + ": each point is [bytes, bytes/s], both positive");
+      if (!link.measured.empty() && *bytes <= link.measured.back().first)
+        return fail(origin, "\"measured\" in " + key + ": the sizes must increase");
+      link.measured.emplace_back(*bytes, *rate);
+    }
+  }
+  return llvm::Error::success();
 }
 } // namespace
+
+double Link::rate(double bytes) const {
+  if (measured.empty())
+    return bandwidth * efficiency;
+  if (bytes <= measured.front().first)
+    return measured.front().second;
+  if (bytes >= measured.back().first)
+    return measured.back().second;
+  size_t hi = 1;
+  while (measured[hi].first < bytes)
+    ++hi;
+  const auto &[x0, y0] = measured[hi - 1];
+  const auto &[x1, y1] = measured[hi];
+  const double at = std::log(bytes / x0) / std::log(x1 / x0);
+  return y0 + at * (y1 - y0);
+}
 
 double Machine::matmulRate(DType dtype) const {
   const char *key = dtype == DType::BF16 ? "bf16" : dtype == DType::F16 ? "fp16" : "fp32";
@@ -148,7 +183,14 @@ std::string machineJson(const Machine &m) {
   for (const auto &[k, v] : m.matmulFlops)
     rates[k] = v;
   auto link = [](const Link &l) {
-    return llvm::json::Object{{"bandwidth", l.bandwidth}, {"latency", l.latency}, {"efficiency", l.efficiency}};
+    llvm::json::Object o{{"bandwidth", l.bandwidth}, {"latency", l.latency}, {"efficiency", l.efficiency}};
+    if (!l.measured.empty()) {
+      llvm::json::Array points;
+      for (const auto &[bytes, rate] : l.measured)
+        points.push_back(llvm::json::Array{bytes, rate});
+      o["measured"] = std::move(points);
+    }
+    return o;
   };
   llvm::json::Array sources;
   for (const std::string &s : m.sources)

@@ -23,8 +23,16 @@ struct Link {
   double bandwidth = 0;  // bytes/s per device, each way
   double latency = 0;    // seconds per message step (alpha)
   double efficiency = 1; // the share of `bandwidth` a ring collective reaches (bus bandwidth / peak)
+  /// Measured links (--calibrate): the bus bandwidth reached by size, as
+  /// (bytes a device moves in the collective, bytes/s) at increasing sizes.
+  /// Empty: `bandwidth x efficiency` at every size (a datasheet's link).
+  std::vector<std::pair<double, double>> measured;
+  /// The bus bandwidth a collective moving `bytes` per device reaches: from
+  /// `measured`, interpolated linearly in log(bytes) between its sizes and
+  /// held at its ends; else bandwidth x efficiency.
+  double rate(double bytes) const;
   /// Seconds to move `bytes` over `steps` message steps.
-  double time(double bytes, double steps) const { return steps * latency + bytes / (bandwidth * efficiency); }
+  double time(double bytes, double steps) const { return steps * latency + (bytes > 0 ? bytes / rate(bytes) : 0); }
 };
 
 struct Machine {

@@ -209,8 +209,11 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
           for (const std::string &precision : o.precisions)
             for (const std::string &recompute : o.recomputes)
               for (bool sp : o.sequenceParallel) {
-                if (sp && tp == 1)
-                  continue; // nothing to split the tokens over
+                // Sequence parallelism saves memory at the same traffic: its
+                // class is compiled when its twin's layouts do not fit (below),
+                // or from the start when it is the only one allowed.
+                if (sp && (tp == 1 || llvm::is_contained(o.sequenceParallel, false)))
+                  continue;
                 Layout l;
                 l.tp = tp, l.pp = pp, l.dp = 1, l.virtualStages = v, l.microBatches = m, l.microBatchSize = mbs;
                 l.precision = precision, l.recompute = recompute, l.sequenceParallel = sp;
@@ -264,7 +267,9 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
   // states cannot fit is not compiled.
   // The smallest ratio seen, so that the scaled floor stays under every class seen.
   std::map<std::string, double> activationRatio; // recompute mode, tp (+sp), precision -> smallest real / floor seen
-  for (const Layout &cls : classes) {
+  std::set<std::string> cutsTried;               // the stage-cut classes made below, each once
+  for (size_t c = 0; c < classes.size(); ++c) {
+    const Layout cls = classes[c]; // a copy: a stage-cut class may be inserted after it
     const std::string kind = cls.recompute + "/tp" + std::to_string(cls.tp) + (cls.sequenceParallel ? "+sp/" : "/") +
                              cls.precision;
     const double ratio = activationRatio.count(kind) ? activationRatio[kind] : 1.0;
@@ -293,7 +298,45 @@ static llvm::Expected<SearchResult> search(const ProfileContext &ctx, const Sear
     auto [it, added] = activationRatio.try_emplace(kind, seen);
     if (!added)
       it->second = std::min(it->second, seen);
+    const size_t first = all.size();
     variants(cls, *profiles.back());
+    // Classes that trade only memory, compiled next where none of this
+    // class's layouts fits: with sequence parallelism (tp > 1; it moves the
+    // same bytes), and with one layer moved from the fullest pipeline stage
+    // to the emptiest (compile's own cut balances time, not memory: under
+    // 1F1B the first stage keeps the most micro-batches in flight, the last
+    // holds the head and the loss), and so on, each cut once.
+    const bool fits = std::any_of(all.begin() + static_cast<std::ptrdiff_t>(first), all.end(),
+                                  [](const Prediction &p) { return p.fits; });
+    size_t next = c + 1;
+    if (!fits && cls.tp > 1 && !cls.sequenceParallel && llvm::is_contained(o.sequenceParallel, true)) {
+      Layout twin = cls;
+      twin.sequenceParallel = true;
+      classes.insert(classes.begin() + static_cast<std::ptrdiff_t>(next++), twin);
+      ++result.classes;
+    }
+    const auto &stages = profiles.back()->stages;
+    if (!fits && stages.size() > 1 && cls.virtualStages == 1 && facts->layers > cls.pp) {
+      auto byPeak = [](const StageProfile &a, const StageProfile &b) { return a.peak < b.peak; };
+      const size_t fullest = static_cast<size_t>(std::max_element(stages.begin(), stages.end(), byPeak) - stages.begin());
+      const size_t emptiest = static_cast<size_t>(std::min_element(stages.begin(), stages.end(), byPeak) - stages.begin());
+      std::vector<int> layers = cls.stageLayers;
+      if (layers.empty()) { // from an even split: compile's cut is near it, and its counts are not reported here
+        layers.assign(static_cast<size_t>(cls.pp), static_cast<int>(facts->layers / cls.pp));
+        for (int64_t k = 0; k < facts->layers % cls.pp; ++k)
+          ++layers[static_cast<size_t>(cls.pp - 1 - k)];
+      }
+      if (fullest != emptiest && layers[fullest] > 1) {
+        --layers[fullest];
+        ++layers[emptiest];
+        Layout moved = cls;
+        moved.stageLayers = layers;
+        if (cutsTried.insert(moved.str()).second) {
+          classes.insert(classes.begin() + static_cast<std::ptrdiff_t>(next), moved);
+          ++result.classes;
+        }
+      }
+    }
   }
 
   // 3. The best that fit, compiled as they are, until the top K are exact.

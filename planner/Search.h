@@ -14,7 +14,10 @@
 //      floor under its memory cannot fit: every model state partitioned as
 //      ZeRO-3 would, plus Korthikanti et al.'s activation formula scaled by
 //      the least the compiled classes of its recompute mode, tp and
-//      precision exceeded it;
+//      precision exceeded it. A class none of whose layouts fits is followed
+//      by the classes that trade only memory: with sequence parallelism
+//      (tp > 1; it moves the same bytes), and with one layer moved from its
+//      fullest pipeline stage to its emptiest (--pp-layers), and so on;
 //   3. compiles the best predicted layouts that fit exactly, with their own
 //      dp and ZeRO, and predicts them again from their own programs, until
 //      the top K are all exact and fit.

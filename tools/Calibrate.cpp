@@ -181,16 +181,33 @@ int calibrateWorker(int threads) {
     return seconds[seconds.size() / 2];
   };
   const int n = comm->size();
-  // A ring all-reduce: 2(n-1) steps, each rank sending 2(n-1)/n of the buffer.
-  const double small = time(2, 200), large = time(size_t(16) << 20, 9); // 8 bytes, 64 MB
-  const double latency = small / (2.0 * (n - 1));
-  const double bandwidth = 2.0 * (n - 1) / n * (64.0 * (1 << 20)) / std::max(1e-9, large - small);
+  // A ring all-reduce: 2(n-1) steps, each rank moving 2(n-1)/n of the
+  // buffer. The latency from 8 bytes; the bus bandwidth at each size from
+  // 64 KB to 64 MB (it is not one figure: small messages stay in cache, the
+  // node's shared-memory collectives start at 1 MB, large ones run at
+  // memory speed), the link's headline bandwidth the largest size's.
+  const double steps = 2.0 * (n - 1);
+  const double latency = time(2, 200) / steps;
+  std::vector<std::pair<double, double>> measured;
+  std::string table;
+  for (size_t count = size_t(16) << 10; count <= size_t(16) << 20; count *= 4) {
+    const double bytes = 4.0 * static_cast<double>(count);
+    const double seconds = time(count, count <= (size_t(256) << 10) ? 41 : count <= (size_t(4) << 20) ? 15 : 9);
+    const double moved = steps / n * bytes;
+    measured.emplace_back(moved, moved / std::max(1e-9, seconds - steps * latency));
+    const bool mb = bytes >= (1 << 20);
+    table += llvm::formatv("{0}{1} {2}: {3:f2}", table.empty() ? "" : ", ",
+                           static_cast<int64_t>(bytes) / (mb ? 1 << 20 : 1 << 10),
+                           mb ? "MB" : "KB", measured.back().second / 1e9)
+                 .str();
+  }
+  const double bandwidth = measured.back().second;
   if (first) {
-    std::printf("links: %.2f us latency, %.2f GB/s (all-reduces of 8 bytes and 64 MB over %d ranks)\n", latency * 1e6,
-                bandwidth / 1e9, n);
+    std::printf("links: %.2f us latency; bus bandwidth (GB/s) by all-reduce size over %d ranks: %s\n", latency * 1e6, n,
+                table.c_str());
     device->devicesPerNode = n;
     device->memoryBytes = 1; // the parent fills it in
-    device->intraNode = planner::Link{bandwidth, latency, 1};
+    device->intraNode = planner::Link{bandwidth, latency, 1, measured};
     device->interNode = device->intraNode;
     std::printf("%s", planner::machineJson(*device).c_str());
   }

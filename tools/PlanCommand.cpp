@@ -394,6 +394,7 @@ int planMain() {
   o.inputShapes = planner::layoutInputShapes(best, result->context);
   o.train = true;
   o.tp = best.tp, o.pp = best.pp, o.dp = best.dp, o.virtualStages = best.virtualStages, o.zero = best.zero;
+  o.ppLayers = best.stageLayers;
   o.sequenceParallel = best.sequenceParallel;
   o.recompute = best.recompute, o.precision = best.precision;
   o.diagnostic = [](const std::string &line) { llvm::errs() << "partita plan: " << line << "\n"; };

@@ -161,6 +161,36 @@ TEST(Machine, BundledDescriptionsLoadAndBadOnesSayWhy) {
   EXPECT_NE(llvm::toString(missing.takeError()).find("a100-80gb"), std::string::npos);
 }
 
+// A measured link (--calibrate) reaches a different bus bandwidth at each
+// size: its table, interpolated in log(size) and held at the ends, survives
+// the JSON round trip; a datasheet link has one rate. Worked by hand.
+TEST(Machine, MeasuredLinksFollowTheirTableBySize) {
+  Link datasheet{100e9, 5e-6, 0.8, {}};
+  EXPECT_DOUBLE_EQ(datasheet.rate(1), 80e9);
+  EXPECT_DOUBLE_EQ(datasheet.rate(1e12), 80e9);
+  Link measured{4e9, 2e-6, 1, {{1e6, 10e9}, {1e8, 4e9}}};
+  EXPECT_DOUBLE_EQ(measured.rate(1e6), 10e9);
+  EXPECT_DOUBLE_EQ(measured.rate(1e8), 4e9);
+  EXPECT_NEAR(measured.rate(1e7), 7e9, 1e-3);  // halfway in log(size)
+  EXPECT_DOUBLE_EQ(measured.rate(1e3), 10e9);  // held below the table
+  EXPECT_DOUBLE_EQ(measured.rate(1e10), 4e9);  // and above it
+  EXPECT_NEAR(measured.time(1e7, 2), 2 * 2e-6 + 1e7 / 7e9, 1e-15);
+  EXPECT_DOUBLE_EQ(measured.time(0, 3), 3 * 2e-6);
+
+  auto a100 = loadMachine("a100-80gb");
+  ASSERT_TRUE(static_cast<bool>(a100));
+  a100->intraNode = measured;
+  auto back = parseMachine(machineJson(*a100), "round trip");
+  ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->intraNode.measured, measured.measured);
+  EXPECT_TRUE(back->interNode.measured.empty());
+
+  a100->intraNode.measured = {{1e6, 10e9}, {1e5, 4e9}}; // the second size below the first
+  auto bad = parseMachine(machineJson(*a100), "m.json");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("the sizes must increase"), std::string::npos);
+}
+
 // A product of half values seen through a reshape runs as a half GEMM where
 // the machine's GEMM reads the view (a GPU library), in float32 where it
 // does not (Partita's CPU runtime).
