@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): how close `partita plan`'s predictions come.
-#  1. This machine, measured: `plan --calibrate` describes it (2 ranks of 1 thread), then for 22 layouts
+#  1. This machine, measured: for each of 22 layouts, `plan --calibrate` describes it (2 ranks of 1
+#     thread) right before the layout is predicted and measured (its speed drifts within minutes); the 22 layouts
 #     of the benches' GPT (d=768, 4 layers, vocabulary 8192, 128 tokens, micro-batch 4) on 1-2 ranks
 #     (tp, pp with 1F1B/GPipe/interleaved, dp with ZeRO 0-3, micro-batches, recompute, fp32/bf16) the
 #     predicted step time and peak memory against `launch --memory`'s measurement and the median step
@@ -21,7 +22,6 @@ for part in "${parts[@]}"; do
     /usr/bin/python3 models/export_gpt.py --d 768 --heads 12 --layers 4 --seq 128 --batch 4 --vocab 8192 \
       -o "$work/gpt.onnx" 2>/dev/null
     /usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 8192, 100000))"
-    build/tools/partita plan --calibrate --devices 2 -o "$work/cpu.json" >/dev/null
   fi
   /usr/bin/python3 bench/plan_accuracy.py "$part" "$work"
 done

@@ -171,7 +171,20 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
   const bool exact = profile.layout.str() == layout.str();
   out.memoryExact = exact;
   AxisLinks links(layoutMesh(layout), machine);
-  const Link &dpLink = links.link(mesh_axis::kData), &ppLink = links.link(mesh_axis::kPipeline);
+  const Link &dpLink = links.link(mesh_axis::kData);
+  // A pipeline send between pipeline ranks `from` and `to` crosses nodes
+  // when any pair of their ranks (the same dp and tp coordinates; pp is
+  // the outermost axis, so a stage's ranks are consecutive) lies on two
+  // nodes: where a node holds several stages, only some boundaries do.
+  auto sendLink = [&](int64_t from, int64_t to) -> const Link & {
+    const int64_t each = static_cast<int64_t>(layout.dp) * layout.tp;
+    const int64_t node = std::max(1, machine.devicesPerNode);
+    for (int64_t j = 0; j < each; ++j)
+      if ((from * each + j) / node != (to * each + j) / node)
+        return machine.interNode;
+    return machine.intraNode;
+  };
+  const int64_t pp = layout.pp;
   const double d = layout.dp;
   const int64_t m = layout.microBatches;
   // Which gradient reductions wait for the last micro-batch: the runtime
@@ -221,8 +234,11 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       c.afterSend = accumulate + (everyMicroBatch ? exposed : 0);
       c.lastBackwardExtra = everyMicroBatch ? 0 : exposed;
       c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather + c.afterSend;
-      c.sendForward = f.sendBytes > 0 ? ppLink.time(f.sendBytes, 1) : 0;
-      c.sendBackward = b.sendBytes > 0 ? ppLink.time(b.sendBytes, 1) : 0;
+      // Forward to the next pipeline rank (interleaved: the last rank's
+      // chunk to the first rank's next chunk), backward to the previous.
+      const int64_t rank = static_cast<int64_t>(stages.size());
+      c.sendForward = f.sendBytes > 0 ? sendLink(rank, (rank + 1) % pp).time(f.sendBytes, 1) : 0;
+      c.sendBackward = b.sendBytes > 0 ? sendLink(rank, (rank + pp - 1) % pp).time(b.sendBytes, 1) : 0;
       st.chunks.push_back(c);
       compute += (f.compute + b.compute + accumulate) * static_cast<double>(m);
       tensor += (f.collectiveTime(mesh_axis::kTensor) + b.collectiveTime(mesh_axis::kTensor)) * static_cast<double>(m);

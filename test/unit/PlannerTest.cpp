@@ -3,6 +3,7 @@
 // and a collective's time against roofline and ring alpha-beta, the links
 // each mesh axis crosses, and the machine file's checks.
 #include "compiler/ir/Parser.h"
+#include "planner/LayoutProfile.h"
 #include "planner/Machine.h"
 #include "planner/ProgramTime.h"
 #include "planner/StepSimulation.h"
@@ -215,4 +216,35 @@ TEST(ProgramTime, HalfOperandsThroughReshapesFollowTheMachine) {
   EXPECT_NEAR(programTime(**g, m, links).compute, flops / (400e12 * 0.5), 1e-15);
   m.halfGemmThroughReshapes = false;
   EXPECT_NEAR(programTime(**g, m, links).compute, flops / (100e12 * 0.5) + 512.0 * 1024 / 10e12, 1e-15);
+}
+
+// A pipeline send crosses nodes only where its two stages lie on two nodes:
+// 4 stages of one rank each, with 2 devices per node, send 0-1 and 2-3
+// within a node and 1-2 across, so the step lies strictly between all four
+// on one node and one per node (before, every boundary took the inter-node
+// link once the pipeline spanned nodes: equal to one per node).
+TEST(Prediction, PipelineSendsCrossNodesOnlyWhereTheirStagesDo) {
+  Layout l;
+  l.pp = 4, l.microBatches = 8, l.schedule = "1f1b";
+  LayoutProfile profile;
+  profile.layout = l;
+  profile.stages.resize(4);
+  for (StageProfile &st : profile.stages) {
+    st.forward.resize(1), st.backward.resize(1);
+    st.forward[0].compute = 1e-3, st.backward[0].compute = 2e-3;
+    st.forward[0].sendBytes = st.backward[0].sendBytes = 50e6; // 2 ms over the slow link, 0.2 ms over the fast
+  }
+  auto stepWith = [&](int devicesPerNode) {
+    Machine m = testMachine();
+    m.devicesPerNode = devicesPerNode;
+    m.intraNode = Link{250e9, 0, 1};
+    m.interNode = Link{25e9, 0, 1};
+    ProfileContext ctx;
+    ctx.machine = &m;
+    ctx.devices = 4;
+    return predict(l, profile, ctx, 1e12, 8).stepSeconds;
+  };
+  const double oneNode = stepWith(4), pairs = stepWith(2), apart = stepWith(1);
+  EXPECT_LT(oneNode, pairs);
+  EXPECT_LT(pairs, apart);
 }
