@@ -90,8 +90,9 @@ def launch(tag, spec, steps, extra, ok=True):
         if common[i] in extra:
             common[i:i + 2] = [None, None]
     common = [a for a in common if a is not None]
+    device = ["--device", os.environ.get("PARTITA_TEST_DEVICE", "cpu")]  # set per test by test/CMakeLists.txt
     p = subprocess.run([partita, "launch", "-n", str(ranks), plan, "--steps", str(steps), "--output-dir", res]
-                       + common + l + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                       + common + l + extra + device, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if ok and p.returncode != 0:
         print(p.stdout)
         raise SystemExit(f"launch {tag} failed")

@@ -58,7 +58,8 @@ def train(precision):
     scale = ["--initial-scale-power", "8"] if precision == "fp16" else []
     subprocess.run([partita, "launch", "-n", str(ranks), compiled, "--steps", str(STEPS), "--data", tokens,
                     "--batch", str(B), "--seq", str(T), "--lr", str(LR), "--threads", "1", *scale, *launch_flags,
-                    "--output-dir", out], check=True, stdout=subprocess.DEVNULL, timeout=600)
+                    "--output-dir", out, "--device", os.environ.get("PARTITA_TEST_DEVICE", "cpu")],  # per test: CMakeLists.txt
+                   check=True, stdout=subprocess.DEVNULL, timeout=600)
     with open(os.path.join(out, "loss.csv")) as f:
         rows = list(csv.DictReader(f))
     if [int(r["step"]) for r in rows] != list(range(1, STEPS + 1)):

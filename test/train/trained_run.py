@@ -42,7 +42,8 @@ def train_and_merge(partita, fixture, work, tag, ranks, tokens, compile_flags, l
     subprocess.run([partita, "compile", fixture, "--train", "-o", out] + compile_flags, check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([partita, "launch", "-n", str(ranks), out, "--steps", "10", "--data", tokens, "--batch", "2",
-                    "--seq", "16", "--lr", "0.003", "--seed", "1", "--threads", "1", "--output-dir", res]
+                    "--seq", "16", "--lr", "0.003", "--seed", "1", "--threads", "1", "--output-dir", res,
+                    "--device", os.environ.get("PARTITA_TEST_DEVICE", "cpu")]  # set per test by test/CMakeLists.txt
                    + launch_flags, check=True, stdout=subprocess.DEVNULL)
     merged = os.path.join(work, f"merged-{tag}.onnx")
     subprocess.run([partita, "merge", fixture, out, res, "-o", merged], check=True, stdout=subprocess.DEVNULL)
