@@ -142,16 +142,19 @@ static std::string capacity(double bytes) {
 }
 
 static void printTable(llvm::raw_ostream &os, const std::vector<planner::Prediction> &rows, size_t count) {
+  int width = 58; // the layout column: the longest printed layout (a stage cut's is longer)
+  for (size_t i = 0; i < rows.size() && i < count; ++i)
+    width = std::max(width, static_cast<int>(rows[i].layout.str().size()));
   char header[256];
-  std::snprintf(header, sizeof header, "%-3s %-58s %9s %11s %6s %8s %10s   %s\n", "#", "layout", "step ms", "tokens/s",
-                "MFU", "TFLOP/s", "peak MB", "params / grads / optimizer / activations / workspace / other MB");
+  std::snprintf(header, sizeof header, "%-3s %-*s %9s %11s %6s %8s %10s   %s\n", "#", width, "layout", "step ms",
+                "tokens/s", "MFU", "TFLOP/s", "peak MB", "params / grads / optimizer / activations / workspace / other MB");
   os << header;
   for (size_t i = 0; i < rows.size() && i < count; ++i) {
     const planner::Prediction &p = rows[i];
     std::string cats;
     for (size_t c = 0; c < p.memory.size(); ++c)
       cats += (c ? " / " : "") + megabytes(p.memory[c]);
-    os << llvm::format("%-3zu %-58s %9.2f %11.0f %5.1f%% %8.2f %10s%s  %s\n", i + 1, p.layout.str().c_str(),
+    os << llvm::format("%-3zu %-*s %9.2f %11.0f %5.1f%% %8.2f %10s%s  %s\n", i + 1, width, p.layout.str().c_str(),
                        p.stepSeconds * 1e3, p.tokensPerSecond, p.mfu * 100, p.deviceTflops, megabytes(p.peak).c_str(),
                        p.memoryExact ? "" : "~", cats.c_str());
   }

@@ -193,7 +193,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
         return made.takeError();
       kernel = std::move(*made);
     }
-    Step step{n, std::move(kernel), {}, {}};
+    Step step{n, std::move(kernel), {}, {}, {}};
     for (size_t k = 0; k < n->numInputs(); ++k) {
       const Value *in = fusion.operandValue(*n, k);
       step.inputs.push_back(in ? slotOf.lookup(in) : -1);
@@ -249,7 +249,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
     p->outputsOfSlot_[slotOf.lookup(out)].push_back(p->outputSlots_.size());
     p->outputSlots_.push_back(slotOf.lookup(out));
   }
-  return std::move(p);
+  return p;
 }
 
 llvm::Error Program::shareArena(llvm::ArrayRef<Program *> others) {
@@ -461,7 +461,7 @@ size_t Program::kernelBytes(MemoryCategory c) const {
 
 llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<TensorView> &inputs) {
   if (auto err = allocateRunBuffers())
-    return std::move(err);
+    return err;
   for (size_t i = 0; i < inputSpecs_.size(); ++i) {
     const auto &spec = inputSpecs_[i];
     auto it = inputs.find(spec.name);
