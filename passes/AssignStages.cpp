@@ -415,7 +415,8 @@ PassInfo assignStagesPass() {
   return {"assign-stages", "Place every forward node on a pipeline stage, cut between layers, balanced by cost",
           "On the forward graph (before autodiff): sets the `stage` attribute of every node that reads a weight "
           "or another such node; cuts only between layers (numbered module paths, \"/h.3/...\", else the "
-          "blocks the dataflow repeats: LayerStructure.h), where the fewest values cross, choosing the boundaries that minimise the slowest stage's roofline time (StageCost.h); the embedding "
+          "blocks the dataflow repeats: LayerStructure.h), where the fewest values cross, choosing the "
+          "boundaries that minimise the slowest stage's roofline time (StageCost.h); the embedding "
           "stays on the first stage, the head and loss on the last. Nodes reading only inputs and constants get "
           "no stage. Adds a line per stage to the coverage report.",
           [] { return std::make_unique<AssignStages>(); }};
