@@ -35,3 +35,9 @@ if getattr(config, "partita_have_cuda", False):
     config.available_features.add("cuda-build")
     if subprocess.call(["sh", "-c", "nvidia-smi -L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
         config.available_features.add("gpu")
+
+# oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA=AVX2 runs the suite as an AVX2-only
+# machine would: CI's CPU changes between machines) reaches the tests.
+for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]

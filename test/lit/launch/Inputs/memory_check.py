@@ -58,7 +58,7 @@ ok = sorted(predicted) == sorted(measured) == list(range(plan["world_size"]))
 print(f"ranks predicted {sorted(predicted)}, measured {sorted(measured)}")
 for r in sorted(set(predicted) & set(measured)):
     (pc, pp), (mc, mp) = predicted[r], measured[r]
-    worst = max(abs(pc[k] - mc[k]) / max(mc[k], 1) for k in mc)
+    worst, worstName = max((abs(pc[k] - mc[k]) / max(mc[k], 1), k) for k in mc)
     states, held = mc["optimizer states"], mc["parameters"]
     # Parameters: the trained ones by the formula, plus the programs' small constants (a few KB here).
     good = (abs(pp - mp) <= 0.05 * mp and worst <= 0.05 and abs(states - moments) < 1 and
@@ -70,5 +70,8 @@ for r in sorted(set(predicted) & set(measured)):
     print(f"rank {r}: peak predicted {pp} bytes, measured {mp} ({abs(pp - mp) / mp:.2%}; worst category {worst:.2%}); "
           f"optimizer states {states:.0f} bytes, the formula {moments}; parameters {held:.0f} bytes, the formula "
           f"{params} {'ok' if good else 'WRONG'}")
+    if not good:  # what differs, for a failure's log
+        print(f"rank {r}: {worstName} predicted {pc[worstName]:.0f} bytes, measured {mc[worstName]:.0f}; predicted "
+              f"{predicted[r][0]}, measured {measured[r][0]}")
 print("memory check: " + ("ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)
