@@ -67,6 +67,8 @@ struct MatMulOptions {
   dnnl::algorithm epilogue = dnnl::algorithm::undef;
   /// A Transpose of the product fused by writing it through strides (empty: none).
   std::vector<int64_t> outPerm;
+  /// The node's operands in the other order: A is its input 1, B its input 0.
+  bool swapped = false;
 };
 
 bool isRowMajor(const dims &d, const dims &st) {
@@ -177,6 +179,7 @@ public:
       k->bPrimDesc_ = pd.weights_desc();
       k->biasDesc_ = pd.bias_desc();
       k->hasBias_ = o.hasBias;
+      k->swapped_ = o.swapped;
     } catch (const dnnl::error &e) {
       return kernelError(n, llvm::Twine("oneDNN matmul cannot be created: ") + e.what());
     }
@@ -195,13 +198,14 @@ public:
 
   llvm::Error run(KernelContext &ctx) override {
     const auto &engine = dnnlEngine();
-    dnnl::memory src(aDesc_, engine, ctx.inputs[0].data);
+    const int aIn = swapped_ ? 1 : 0, bIn = 1 - aIn;
+    dnnl::memory src(aDesc_, engine, ctx.inputs[aIn].data);
     if (aPackedBytes()) {
       dnnl::memory packed(aPackedDesc_, engine, ctx.scratch);
       aPack_.execute(dnnlStream(), src, packed);
       src = packed;
     }
-    dnnl::memory weights(bDesc_, engine, ctx.inputs[1].data);
+    dnnl::memory weights(bDesc_, engine, ctx.inputs[bIn].data);
     if (bPrimDesc_ != bDesc_ && bEveryRun_) { // into the scratch, after A's packing
       dnnl::memory blocked(bPrimDesc_, engine, static_cast<char *>(ctx.scratch) + aPackedBytes());
       dnnl::reorder(weights, blocked).execute(dnnlStream(), weights, blocked);
@@ -209,13 +213,13 @@ public:
     } else if (bPrimDesc_ != bDesc_) {
       // Constant weights: reorder once into the primitive's layout; again only
       // if the program hands us a different buffer or new weight values.
-      if (reorderedFrom_ != ctx.inputs[1].data || reorderedVersion_ != ctx.weightsVersion) {
+      if (reorderedFrom_ != ctx.inputs[bIn].data || reorderedVersion_ != ctx.weightsVersion) {
         if (!reordered_) {
           reordered_ = dnnl::memory(bPrimDesc_, engine);
           reorderedCharge_.resize(bPrimDesc_.get_size());
         }
         dnnl::reorder(weights, reordered_).execute(dnnlStream(), weights, reordered_);
-        reorderedFrom_ = ctx.inputs[1].data;
+        reorderedFrom_ = ctx.inputs[bIn].data;
         reorderedVersion_ = ctx.weightsVersion;
       }
       weights = reordered_;
@@ -241,7 +245,7 @@ private:
   MemoryCharge reorderedCharge_{MemoryCategory::Workspace, 0};
   const void *reorderedFrom_ = nullptr;
   uint64_t reorderedVersion_ = 0;
-  bool hasBias_ = false, bEveryRun_ = false;
+  bool hasBias_ = false, bEveryRun_ = false, swapped_ = false;
 };
 
 /// Gemm's beta·C term for C that is not a plain [N] bias: added after the matmul.
@@ -309,6 +313,26 @@ Operand operandOf(const Node &n, size_t k, const Node *producer, bool half = fal
   return op;
 }
 
+/// Whether `perm` (of a rank-`rank` result) swaps its last two dimensions and
+/// keeps the rest.
+bool swapsLastTwo(const std::vector<int64_t> &perm, size_t rank) {
+  if (perm.size() != rank || rank < 2)
+    return false;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != static_cast<int64_t>(i))
+      return false;
+  return perm[rank - 2] == static_cast<int64_t>(rank - 1) && perm[rank - 1] == static_cast<int64_t>(rank - 2);
+}
+
+/// `op` read with its last two (logical) dimensions swapped.
+Operand transposedLastTwo(Operand op) {
+  if (op.perm.empty())
+    for (size_t i = 0; i < op.stored.size(); ++i)
+      op.perm.push_back(static_cast<int64_t>(i));
+  std::swap(op.perm[op.perm.size() - 2], op.perm.back());
+  return op;
+}
+
 llvm::Expected<std::unique_ptr<Kernel>> makeMatMulWith(const Node &n, const std::vector<const Node *> &producers,
                                                        const Node *epilogue) {
   auto isF32 = [](const Node *m) { return !m || allOfType(*m, DType::F32) || isBf16Widening(m); }; // a widening reads bf16
@@ -333,7 +357,19 @@ llvm::Expected<std::unique_ptr<Kernel>> makeMatMulWith(const Node &n, const std:
   // Both operands widened from bf16 on a CPU with a bf16 GEMM: FusionPlan's
   // rule, so the program binds the bf16 values (FusionPlan::operandValue).
   bool half = dnnlHasBf16Matmul() && widenedThrough(producer(0)) && widenedThrough(producer(1));
-  return MatMulKernel::create(n, operandOf(n, 0, producer(0), half), operandOf(n, 1, producer(1), half), o);
+  Operand a = operandOf(n, 0, producer(0), half), b = operandOf(n, 1, producer(1), half);
+  if (swapsLastTwo(o.outPerm, std::max(a.stored.size(), b.stored.size())) && !o.hasBias && !b.constant &&
+      a.stored.size() >= 2 && b.stored.size() >= 2) {
+    // (A B)^T = B^T A^T: the product of the swapped, transposed operands is
+    // the transposed result, written row-major (oneDNN has no optimized
+    // kernel for a transposed result under a transposed operand: the
+    // backward's dW^T = (x^T dy)^T of a tied embedding then ran as a GEMM
+    // plus a 25 MB Transpose at a fifth of the copy bandwidth).
+    o.outPerm.clear();
+    o.swapped = true;
+    return MatMulKernel::create(n, transposedLastTwo(b), transposedLastTwo(a), o);
+  }
+  return MatMulKernel::create(n, a, b, o);
 }
 
 llvm::Expected<std::unique_ptr<Kernel>> makeMatMul(const Node &n) { return makeMatMulWith(n, {}, nullptr); }

@@ -8,6 +8,7 @@
 #include "runtime/cpu/Parallel.h"
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace partita::rt::cpu {
 
@@ -44,28 +45,69 @@ public:
       std::memcpy(dst, src, elem_);
       return llvm::Error::success();
     }
+    switch (elem_) {
+    case 1: return copy<uint8_t>(src, dst);
+    case 2: return copy<uint16_t>(src, dst);
+    case 4: return copy<uint32_t>(src, dst);
+    case 8: return copy<uint64_t>(src, dst);
+    default: return copy<void>(src, dst);
+    }
+  }
+
+private:
+  /// Output row r's first element in the source.
+  int64_t rowOffset(int64_t r) const {
+    int64_t off = 0;
+    for (int64_t d = static_cast<int64_t>(outShape_.size()) - 2; d >= 0; --d) {
+      off += (r % outShape_[d]) * srcStride_[d];
+      r /= outShape_[d];
+    }
+    return off;
+  }
+
+  /// T: an integer type of the element's size (void: any size, by memcpy).
+  template <typename T> llvm::Error copy(const char *src, char *dst) const {
+    constexpr bool sized = !std::is_void<T>::value;
+    const size_t es = elem_;
+    auto move = [&](char *o, const char *s) {
+      if constexpr (sized)
+        *reinterpret_cast<T *>(o) = *reinterpret_cast<const T *>(s);
+      else
+        std::memcpy(o, s, es);
+    };
+    int64_t rank = static_cast<int64_t>(outShape_.size());
     int64_t inner = outShape_.back(), innerStride = srcStride_.back();
     int64_t rows = numElements(outShape_) / std::max<int64_t>(inner, 1);
-    size_t es = elem_;
+    // A transpose of the last two dimensions (the source's rows are the
+    // output's columns): blocks of kBlock output rows, which read kBlock
+    // consecutive source elements per column. Row by row, each output
+    // element read a different cache line a source row apart (a power of
+    // two apart for most models: the same cache set), and ran at a fifth of
+    // the copy bandwidth (a [768, 8192] float32 transpose: 37 ms).
+    constexpr int64_t kBlock = 16;
+    int64_t height = rank >= 2 ? outShape_[rank - 2] : 1;
+    if (rank >= 2 && innerStride != 1 && srcStride_[rank - 2] == 1 && height >= kBlock) {
+      int64_t perMatrix = (height + kBlock - 1) / kBlock, blocks = rows / height * perMatrix;
+      int64_t grain = std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(1, kBlock * inner * static_cast<int64_t>(es)));
+      parallelFor(blocks, grain, [&](int64_t b, int64_t e) {
+        for (int64_t blk = b; blk < e; ++blk) {
+          int64_t r0 = blk / perMatrix * height + blk % perMatrix * kBlock;
+          int64_t n = std::min(kBlock, (blk / perMatrix + 1) * height - r0);
+          const char *s = src + rowOffset(r0) * es;
+          char *o = dst + r0 * inner * es;
+          for (int64_t j = 0; j < inner; ++j, s += innerStride * es)
+            for (int64_t i = 0; i < n; ++i)
+              move(o + (i * inner + j) * es, s + i * es);
+        }
+      });
+      return llvm::Error::success();
+    }
     parallelFor(rows, std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(1, inner * es)), [&](int64_t b, int64_t e) {
-      llvm::SmallVector<int64_t, 6> idx(rank, 0);
       for (int64_t r = b; r < e; ++r) {
-        int64_t rem = r, off = 0;
-        for (int64_t d = rank - 2; d >= 0; --d) {
-          int64_t i = rem % outShape_[d];
-          rem /= outShape_[d];
-          off += i * srcStride_[d];
-        }
-        char *out = dst + r * inner * es;
-        if (es == 4) {
-          const float *s = reinterpret_cast<const float *>(src) + off;
-          float *o = reinterpret_cast<float *>(out);
-          for (int64_t i = 0; i < inner; ++i)
-            o[i] = s[i * innerStride];
-        } else {
-          for (int64_t i = 0; i < inner; ++i)
-            std::memcpy(out + i * es, src + (off + i * innerStride) * es, es);
-        }
+        const char *s = src + rowOffset(r) * es;
+        char *o = dst + r * inner * es;
+        for (int64_t i = 0; i < inner; ++i)
+          move(o + i * es, s + i * innerStride * es);
       }
     });
     return llvm::Error::success();

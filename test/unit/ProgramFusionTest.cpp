@@ -187,6 +187,91 @@ TEST(Program, MatMulWritesTransposedResult) {
   expectClose(want, (*outs)[0].as<float>());
 }
 
+TEST(Program, TransposedProductOfATransposedOperandIsOneKernel) {
+  // dW^T = Transpose(Transpose(x) @ dy): a tied embedding's backward. One
+  // kernel (the product of the swapped operands, dy^T x), no Transpose run.
+  for (const char *mid : {"", "  %n = Neg(%b) : f32[37,19]\n"}) {
+    bool viaNeg = *mid != 0;
+    Shape xs{37, 21}, ds{37, 19};
+    std::vector<float> x = randomValues(numElements(xs), 7), dy = randomValues(numElements(ds), 8);
+    std::vector<float> d2 = dy;
+    if (viaNeg)
+      for (float &v : d2)
+        v = -v;
+    Shape xts, ys;
+    std::vector<float> want = transposed(matmul(transposed(x, xs, {1, 0}, xts), xts, d2, ds), {21, 19}, {1, 0}, ys);
+    std::string text = std::string("graph @g(%a: f32[37,21], %b: f32[37,19]) opset 17 {\n") + mid +
+                       "  %t = Transpose(%a) {perm = [1, 0]} : f32[21,37]\n"
+                       "  %p = MatMul(%t, " + (viaNeg ? "%n" : "%b") + ") : f32[21,19]\n"
+                       "  %y = Transpose(%p) {perm = [1, 0]} : f32[19,21]\n"
+                       "  return %y\n}\n";
+    auto g = parseGraph(text, "t.pir");
+    ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+    rt::CpuDevice device;
+    auto program = rt::Program::load(**g, device);
+    ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+    EXPECT_EQ((*program)->stats().numKernels, viaNeg ? 2u : 1u);
+    llvm::StringMap<rt::TensorView> feeds;
+    feeds["a"] = rt::TensorView{DType::F32, xs, x.data()};
+    feeds["b"] = rt::TensorView{DType::F32, ds, dy.data()};
+    auto outs = (*program)->run(feeds);
+    ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+    expectClose(want, (*outs)[0].as<float>());
+  }
+}
+
+TEST(Program, TransposeKernelMatchesFormula) {
+  // Row by row and in blocks of the source's rows (last two dimensions
+  // swapped, heights not a multiple of the block), float32 and 2-byte values.
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  for (const Case &c : std::vector<Case>{{{70, 33}, {1, 0}},
+                                         {{3, 40, 17}, {0, 2, 1}},
+                                         {{5, 18, 16}, {2, 1, 0}},
+                                         {{2, 3, 4, 5}, {0, 2, 1, 3}},
+                                         {{4, 35, 6}, {2, 0, 1}},
+                                         {{2, 16, 64}, {0, 2, 1}}}) {
+    for (const char *dtype : {"f32", "bf16"}) {
+      bool half = std::string(dtype) == "bf16";
+      std::vector<float> x = randomValues(numElements(c.shape), 9);
+      Shape ys;
+      std::vector<float> want = transposed(x, c.shape, c.perm, ys);
+      auto typeText = [&](const Shape &s) { return std::string(dtype) + shapeText(s).substr(3); };
+      std::string perm;
+      for (int64_t p : c.perm)
+        perm += (perm.empty() ? "" : ", ") + std::to_string(p);
+      std::string text = "graph @g(%a: " + typeText(c.shape) + ") opset 17 {\n  %y = Transpose(%a) {perm = [" + perm +
+                         "]} : " + typeText(ys) + "\n  return %y\n}\n";
+      auto g = parseGraph(text, "t.pir");
+      ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+      rt::CpuDevice device;
+      auto program = rt::Program::load(**g, device);
+      ASSERT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
+      // bf16 values carry a float's top half: the same permutation of 16-bit words.
+      std::vector<uint16_t> xh(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &x[i], 4);
+        xh[i] = static_cast<uint16_t>(bits >> 16);
+      }
+      llvm::StringMap<rt::TensorView> feeds;
+      feeds["a"] = half ? rt::TensorView{DType::BF16, c.shape, xh.data()} : rt::TensorView{DType::F32, c.shape, x.data()};
+      auto outs = (*program)->run(feeds);
+      ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+      for (size_t i = 0; i < want.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &want[i], 4);
+        if (half)
+          ASSERT_EQ((*outs)[0].as<uint16_t>()[i], static_cast<uint16_t>(bits >> 16)) << dtype << " element " << i;
+        else
+          ASSERT_EQ((*outs)[0].as<float>()[i], want[i]) << dtype << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(Program, ElementwiseClusterMatchesFormula) {
   // Broadcast operands along rows ([4]) and inside ([2,1,4], [2,3,1]),
   // scalars, bool values (Equal, Not, Cast, Where), a value also read outside
