@@ -10,7 +10,7 @@ import statistics
 import subprocess
 import sys
 
-PARTITA = os.path.abspath("build/tools/partita")
+PARTITA = os.path.abspath(os.environ.get("PARTITA", "build/tools/partita"))  # PARTITA=path: another build
 ROW = re.compile(r"^1 +(.+?) +([0-9.]+) +([0-9.]+) +([0-9.]+)% +([0-9.]+) +([0-9.]+)(~?)  ", re.M)
 
 # (devices, flags pinning one layout, global batch): tp, pp, dp, ZeRO, micro-batches, recompute, precision.

@@ -22,20 +22,44 @@ namespace {
 enum class Coll { AllReduce, AllGather, ReduceScatter };
 
 /// A collective's own staging bytes (a deferring reduce-scatter's sums, a
-/// bucket's received parts when its results are not one block), charged to
-/// the ledger as they grow. Packing buffers are scratch (Kernel::scratch).
+/// bucket's received parts when its results are not one block): memory of
+/// the kernel's device, charged to the ledger, grown (its bytes not kept)
+/// when a run needs more. data() is the address the kernel and the
+/// device-aware communicator use (Device::kernelAddress). Packing buffers
+/// are scratch (Kernel::scratch).
 class Staging {
 public:
-  char *data() { return bytes_.data(); }
-  const char *data() const { return bytes_.data(); }
-  void resize(size_t n) {
-    bytes_.resize(n);
-    charge_.resize(bytes_.capacity());
+  Staging() = default;
+  Staging(const Staging &) = delete;
+  Staging &operator=(const Staging &) = delete;
+  ~Staging() { release(); }
+  char *data() const { return static_cast<char *>(device_ ? device_->kernelAddress(memory_) : nullptr); }
+  llvm::Error resize(Device &device, size_t n) {
+    if (memory_ && (&device != device_ || n > bytes_))
+      release();
+    if (!memory_ && n) {
+      memory_ = device.allocate(n);
+      if (!memory_)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "out of " + device.name() + " memory for " + std::to_string(n) +
+                                           " bytes of collective staging");
+      device_ = &device, bytes_ = n;
+      charge_.resize(n);
+    }
+    return llvm::Error::success();
   }
   void setCategory(MemoryCategory c) { charge_.setCategory(c); }
 
 private:
-  std::vector<char> bytes_;
+  void release() {
+    if (memory_)
+      device_->deallocate(memory_);
+    memory_ = nullptr, bytes_ = 0;
+    charge_.resize(0);
+  }
+  Device *device_ = nullptr;
+  void *memory_ = nullptr;
+  size_t bytes_ = 0;
   MemoryCharge charge_{MemoryCategory::Communication, 0};
 };
 
@@ -203,7 +227,8 @@ private:
       size_t bytes = 0;
       for (const TensorView &in : ctx.inputs)
         bytes += in.bytes();
-      staging_.resize(bytes);
+      if (auto err = staging_.resize(ctx.device, bytes))
+        return kernelError(node_, llvm::toString(std::move(err)));
       bytes = 0;
       for (size_t i = 0; i < ctx.inputs.size(); ++i) {
         pack(ctx, i, staging_.data() + bytes);
@@ -246,7 +271,8 @@ private:
     // operands are packed into the scratch as they are.
     const bool deferring = deferrable_ && ctx.deferReductions;
     if (deferring)
-      staging_.resize(sumBytes_);
+      if (auto err = staging_.resize(ctx.device, sumBytes_))
+        return kernelError(node_, llvm::toString(std::move(err)));
     float *sums = deferrable_ && (deferring || summed_) ? reinterpret_cast<float *>(staging_.data()) : nullptr;
     char *packed = static_cast<char *>(ctx.scratch);
     char *dst = packed;
@@ -271,7 +297,8 @@ private:
     summed_ = false;
     inPlace_ = backToBack(ctx.outputs);
     if (!inPlace_)
-      received_.resize(total / static_cast<size_t>(parts_));
+      if (auto err = received_.resize(ctx.device, total / static_cast<size_t>(parts_)))
+        return kernelError(node_, llvm::toString(std::move(err)));
     void *into = inPlace_ ? ctx.outputs[0].data : received_.data();
     size_t count = total / static_cast<size_t>(parts_) / elem_;
     DType dt = ctx.inputs[0].dtype;
