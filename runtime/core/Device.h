@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "runtime/core/MemoryLedger.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstddef>
@@ -110,6 +111,10 @@ public:
     return kernelAddress(const_cast<void *>(deviceAddress));
   }
 
+  /// What this device's memory holds, by category (MemoryLedger.h): a
+  /// ledger of its own unless its memory is the host's.
+  virtual MemoryLedger &ledger() { return ledger_; }
+
   /// Whether this device's memory is the host's, host addresses included
   /// (the `cpu` device): host bytes are handed to its kernels as they are,
   /// with no staging copy (DeviceTensor::upload).
@@ -135,6 +140,9 @@ public:
   /// may run a kernel itself instead of making a closure for it).
   virtual bool queuesWork() const { return false; }
   static constexpr size_t alignment() { return 64; }
+
+private:
+  MemoryLedger ledger_;
 };
 
 /// The host CPU's device type: its kernels are in runtime/cpu.
@@ -151,6 +159,8 @@ public:
   DeviceType kind() const override { return kCpuDevice; }
   std::string name() const override { return "cpu"; }
   bool sharesHostMemory() const override { return true; }
+  /// Host memory: the process's ledger.
+  MemoryLedger &ledger() override { return MemoryLedger::process(); }
   void *allocate(size_t bytes) override;
   void deallocate(void *p) override;
   void copyFromHost(void *dst, const void *src, size_t bytes) override;
@@ -173,6 +183,8 @@ public:
   ~StrictCpuDevice() override;
   std::string name() const override { return "cpu-strict"; }
   bool sharesHostMemory() const override { return false; }
+  /// Memory apart from the host's: a ledger of its own.
+  MemoryLedger &ledger() override { return Device::ledger(); }
   void *allocate(size_t bytes) override;
   void deallocate(void *p) override;
   void copyFromHost(void *dst, const void *src, size_t bytes) override;

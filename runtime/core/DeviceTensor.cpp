@@ -37,6 +37,7 @@ llvm::Expected<DeviceTensor> DeviceTensor::allocate(Device &device, DType dtype,
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "out of " + device.name() + " memory for " + what +
                                                                        " (" + std::to_string(bytes) + " bytes)");
   t.owner_ = &device;
+  t.charge_.setLedger(device.ledger());
   t.charge_.setCategory(category);
   t.charge_.resize(bytes);
   return std::move(t);

@@ -80,6 +80,7 @@ size_t MemoryLedger::sendCopiesPeak() const {
 MemoryCharge &MemoryCharge::operator=(MemoryCharge &&o) noexcept {
   if (this != &o) {
     resize(0);
+    ledger_ = o.ledger_;
     category_ = o.category_;
     bytes_ = o.bytes_;
     o.bytes_ = 0;
@@ -94,11 +95,18 @@ void MemoryCharge::setCategory(MemoryCategory c) {
   resize(bytes);
 }
 
+void MemoryCharge::setLedger(MemoryLedger &to) {
+  size_t bytes = bytes_;
+  resize(0);
+  ledger_ = &to;
+  resize(bytes);
+}
+
 void MemoryCharge::resize(size_t bytes) {
   if (bytes > bytes_)
-    MemoryLedger::process().charge(category_, bytes - bytes_);
+    ledger().charge(category_, bytes - bytes_);
   else if (bytes < bytes_)
-    MemoryLedger::process().release(category_, bytes_ - bytes);
+    ledger().release(category_, bytes_ - bytes);
   bytes_ = bytes;
 }
 

@@ -7,7 +7,10 @@
 // (collectives' staging buffers, oneDNN's reordered weights). The ledger
 // keeps each category's bytes now and the largest total it has seen, with
 // what made it up: what `launch --memory` prints and `partita inspect`
-// predicts before launch. One ledger per process (a rank).
+// predicts before launch. One ledger per device (Device::ledger()): a GPU's
+// memory apart from the host's; the CPU device's memory is the host's, so
+// its ledger is the process's (process()), which also counts what lives in
+// host memory beside a device (pipeline send copies).
 //
 // The copies a pipeline stage sends from (runtime/comm/PendingSends.h) live
 // until the receiver has taken them, which timing decides: they are tallied
@@ -36,7 +39,7 @@ const char *memoryCategoryName(MemoryCategory c);
 class MemoryLedger {
 public:
   using Bytes = std::array<size_t, kMemoryCategories>;
-  /// The process's ledger.
+  /// The host memory's ledger (the process's).
   static MemoryLedger &process();
   void charge(MemoryCategory c, size_t bytes);
   void release(MemoryCategory c, size_t bytes);
@@ -59,22 +62,33 @@ private:
   size_t sendCopies_ = 0, sendCopiesPeak_ = 0;
 };
 
-/// Bytes charged to a category for as long as this lives (a buffer's
-/// owner keeps one beside it; resize() when the buffer grows or shrinks).
+/// Bytes charged to a category of a ledger for as long as this lives (a
+/// buffer's owner keeps one beside it; resize() when the buffer grows or
+/// shrinks). The ledger is the host's until setLedger() names the device
+/// whose memory the buffer is.
 class MemoryCharge {
 public:
   MemoryCharge() = default;
   MemoryCharge(MemoryCategory c, size_t bytes) : category_(c) { resize(bytes); }
+  MemoryCharge(MemoryLedger &ledger, MemoryCategory c, size_t bytes) : ledger_(&ledger), category_(c) {
+    resize(bytes);
+  }
   MemoryCharge(const MemoryCharge &) = delete;
   MemoryCharge &operator=(const MemoryCharge &) = delete;
-  MemoryCharge(MemoryCharge &&o) noexcept : category_(o.category_), bytes_(o.bytes_) { o.bytes_ = 0; }
+  MemoryCharge(MemoryCharge &&o) noexcept : ledger_(o.ledger_), category_(o.category_), bytes_(o.bytes_) {
+    o.bytes_ = 0;
+  }
   MemoryCharge &operator=(MemoryCharge &&o) noexcept;
   ~MemoryCharge() { resize(0); }
   void setCategory(MemoryCategory c);
+  /// Moves the bytes to `ledger` (the memory's device's).
+  void setLedger(MemoryLedger &ledger);
+  MemoryLedger &ledger() const { return ledger_ ? *ledger_ : MemoryLedger::process(); }
   void resize(size_t bytes);
   size_t bytes() const { return bytes_; }
 
 private:
+  MemoryLedger *ledger_ = nullptr; // null: the host's
   MemoryCategory category_ = MemoryCategory::Workspace;
   size_t bytes_ = 0;
 };

@@ -44,6 +44,7 @@ public:
                                        "out of " + device.name() + " memory for " + std::to_string(n) +
                                            " bytes of collective staging");
       device_ = &device, bytes_ = n;
+      charge_.setLedger(device.ledger());
       charge_.resize(n);
     }
     return llvm::Error::success();

@@ -216,6 +216,7 @@ public:
       if (reorderedFrom_ != ctx.inputs[bIn].data || reorderedVersion_ != ctx.weightsVersion) {
         if (!reordered_) {
           reordered_ = dnnl::memory(bPrimDesc_, engine);
+          reorderedCharge_.setLedger(ctx.device.ledger()); // the kernel's own copy, on its device
           reorderedCharge_.resize(bPrimDesc_.get_size());
         }
         dnnl::reorder(weights, reordered_).execute(dnnlStream(), weights, reordered_);

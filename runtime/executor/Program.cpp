@@ -23,10 +23,10 @@ llvm::Expected<std::shared_ptr<void>> allocateArena(Device &device, size_t bytes
   void *arena = device.allocate(bytes);
   if (!arena)
     return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte arena");
-  MemoryLedger::process().charge(MemoryCategory::Activations, bytes);
+  device.ledger().charge(MemoryCategory::Activations, bytes);
   return std::shared_ptr<void>(arena, [&device, bytes](void *a) {
     device.deallocate(a);
-    MemoryLedger::process().release(MemoryCategory::Activations, bytes);
+    device.ledger().release(MemoryCategory::Activations, bytes);
   });
 }
 
@@ -45,6 +45,7 @@ Program::~Program() {
 llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &device, const RuntimeEnv *env,
                                                        bool readWeights) {
   std::unique_ptr<Program> p(new Program(device));
+  p->staticsCharge_.setLedger(device.ledger()); // the weights are memory of `device`
   p->env_ = env;
   llvm::DenseMap<const Value *, int> slotOf;
   auto newSlot = [&](const Value *v, Home home, size_t index) {
@@ -76,7 +77,7 @@ llvm::Expected<std::unique_ptr<Program>> Program::load(const Graph &g, Device &d
       p->outputBuffers_.push_back(nullptr);
       p->outputBufferBytes_.push_back(std::max<size_t>(1, out->type().numel() * dtypeSize(out->type().dtype)));
       p->ownsOutputBuffer_.push_back(true);
-      p->outputCharges_.emplace_back(MemoryCategory::Activations, 0);
+      p->outputCharges_.emplace_back(device.ledger(), MemoryCategory::Activations, 0);
       p->stats_.outputBytes += out->type().numel() * dtypeSize(out->type().dtype);
     }
   }
@@ -396,7 +397,7 @@ llvm::Error Program::allocateRunBuffers() {
     if (!block)
       return loadError("out of device memory allocating a " + llvm::Twine(bytes) + "-byte block of outputs");
     outputBlocks_.push_back(block);
-    outputBlockCharges_.emplace_back(outputCategory_, bytes);
+    outputBlockCharges_.emplace_back(device_.ledger(), outputCategory_, bytes);
     size_t at = 0;
     for (size_t b : buffers) {
       outputBuffers_[b] = device_.offset(block, at);
@@ -433,7 +434,7 @@ void Program::setWeightCategory(llvm::StringRef name, MemoryCategory c) {
     return;
   size_t bytes = it->second.bytes();
   staticsCharge_.resize(staticsCharge_.bytes() - std::min(bytes, staticsCharge_.bytes()));
-  recategorized_.emplace_back(c, bytes);
+  recategorized_.emplace_back(device_.ledger(), c, bytes);
 }
 
 void Program::setOutputCategory(MemoryCategory c) {

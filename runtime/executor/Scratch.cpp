@@ -47,6 +47,7 @@ llvm::Error ScratchMemory::reserve(const ScratchLayout &layout) {
                                          memoryCategoryName(static_cast<MemoryCategory>(c)) + " scratch");
     }
     bytes_[c] = want;
+    charges_[c].setLedger(device_.ledger());
     charges_[c].setCategory(static_cast<MemoryCategory>(c));
     charges_[c].resize(want);
   }

@@ -416,10 +416,11 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       return err;
   }
   if (o_.memory) {
-    const MemoryLedger &ledger = MemoryLedger::process();
+    // The device's memory; the pipeline's send copies are host memory (the same ledger on the CPU).
+    const MemoryLedger &ledger = session_.device().ledger();
     printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
     if (plan_.stages() > 1)
-      printSendCopiesLine(llvm::outs(), session_.rank(), "measured", ledger.sendCopiesPeak());
+      printSendCopiesLine(llvm::outs(), session_.rank(), "measured", MemoryLedger::process().sendCopiesPeak());
   }
   for (const StageRun &c : chunks_)
     if (auto err = c.writeParameters(outDir))
