@@ -70,8 +70,9 @@ TEST(MemoryLedger, EachDeviceCountsItsOwnMemory) {
     EXPECT_TRUE(static_cast<bool>(g));
     auto program = Program::load(**g, device);
     EXPECT_TRUE(static_cast<bool>(program)) << llvm::toString(program.takeError());
-    auto x = DeviceTensor::upload(device, partita::Tensor::zeros(partita::DType::F32, {64}),
-                                  MemoryCategory::Activations, "x");
+    // Kept alive: the CPU device's upload views the host bytes as they are.
+    partita::Tensor zeros = partita::Tensor::zeros(partita::DType::F32, {64});
+    auto x = DeviceTensor::upload(device, zeros, MemoryCategory::Activations, "x");
     EXPECT_TRUE(static_cast<bool>(x));
     auto outs = (*program)->run({{"x", x->view()}});
     EXPECT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
