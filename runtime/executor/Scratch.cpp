@@ -47,8 +47,6 @@ llvm::Error ScratchMemory::reserve(const ScratchLayout &layout) {
                                          memoryCategoryName(static_cast<MemoryCategory>(c)) + " scratch");
     }
     bytes_[c] = want;
-    charges_[c].setLedger(device_.ledger());
-    charges_[c].setCategory(static_cast<MemoryCategory>(c));
     charges_[c].resize(want);
   }
   return llvm::Error::success();

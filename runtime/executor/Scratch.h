@@ -47,7 +47,10 @@ private:
 /// charged to the MemoryLedger under their category.
 class ScratchMemory {
 public:
-  explicit ScratchMemory(Device &device) : device_(device) {}
+  explicit ScratchMemory(Device &device) : device_(device) {
+    for (size_t c = 0; c < kMemoryCategories; ++c) // each region is memory of `device`, of its category
+      charges_[c] = MemoryCharge(device.ledger(), static_cast<MemoryCategory>(c), 0);
+  }
   ~ScratchMemory();
   ScratchMemory(const ScratchMemory &) = delete;
   ScratchMemory &operator=(const ScratchMemory &) = delete;
