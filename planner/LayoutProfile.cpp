@@ -83,19 +83,18 @@ llvm::Expected<LayoutProfile> profileLayout(const Layout &layout, const ProfileC
   auto compiled = compileModel(o);
   if (!compiled)
     return compiled.takeError();
-  static std::atomic<int> counter{0};
-  ScratchFolder folder;
-  llvm::SmallString<256> dir(ctx.scratch);
-  llvm::sys::path::append(dir, "layout-" + std::to_string(counter++));
-  folder.path = std::string(dir);
-  if (auto err = writeCompiledPlan(*compiled, dir))
-    return std::move(err);
+  auto local = localizePrograms(*compiled);
+  if (!local)
+    return local.takeError();
+  std::map<std::string, const Graph *> programs;
+  for (const LocalProgram &lp : local->programs)
+    programs[lp.rel] = lp.graph.get();
   const Plan &plan = compiled->plan;
   auto device = rt::DeviceRegistry::get().find(ctx.sizingDevice);
   if (!device)
     return device.takeError();
   MemoryPredictionOptions mo;
-  mo.dir = std::string(dir);
+  mo.programs = &programs;
   mo.device = (*device)->kind;
   mo.microBatches = static_cast<int>(layout.microBatches);
   mo.schedule = layout.virtualStages > 1 ? "interleaved" : layout.schedule;

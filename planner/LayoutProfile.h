@@ -1,8 +1,9 @@
 //===- LayoutProfile.h - a layout compiled: each pipeline rank's costs ----===//
 //
-// profileLayout compiles a layout with compileModel, writes it into a
-// scratch folder (removed after), sizes every rank with MemoryPredictor
-// (what `inspect` prints) and times every program with programTime. What it
+// profileLayout compiles a layout with compileModel and localizes its
+// programs in memory (localizePrograms: nothing is written), sizes every rank
+// with MemoryPredictor (what `inspect` prints of the written plan) and times
+// every program with programTime. What it
 // keeps per pipeline rank is all predict() needs: so a layout's dp and ZeRO
 // variants can be predicted from the profile of its class (dp 1) too, the
 // data-parallel collectives and ZeRO's partitions then added by formula.
@@ -42,7 +43,7 @@ struct LayoutProfile {
 struct ProfileContext {
   std::string model;
   std::vector<std::string> inputShapes; // compile --input-shape
-  std::string scratch;                  // a folder this run owns
+  std::string scratch;                  // a folder this run owns (a copy of a model with inline weights)
   std::string sizingDevice = "cpu";     // whose kernels' workspace the memory counts
   const Machine *machine = nullptr;
   int devices = 1;

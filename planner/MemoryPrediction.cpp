@@ -111,10 +111,17 @@ double MemoryPredictor::inFlightBytes(const RankPlan &r) const {
 llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &rel) {
   if (auto it = sized_.find(rel); it != sized_.end())
     return &it->second;
-  // Weights by reference: typed, never read.
-  llvm::SmallString<256> file(o_.dir);
-  llvm::sys::path::append(file, rel);
-  auto g = importOnnx(file, compiledProgramImport(plan_.weightFilePaths()));
+  llvm::Expected<std::unique_ptr<Graph>> g = std::unique_ptr<Graph>();
+  if (o_.programs) {
+    auto it = o_.programs->find(rel);
+    if (it == o_.programs->end())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "no program " + rel + " was compiled");
+    g = cloneGraph(*it->second);
+  } else { // weights by reference: typed, never read
+    llvm::SmallString<256> file(o_.dir);
+    llvm::sys::path::append(file, rel);
+    g = importOnnx(file, compiledProgramImport(plan_.weightFilePaths()));
+  }
   if (!g)
     return g.takeError();
   SizingDevice sizing(o_.device);

@@ -2,7 +2,7 @@
 //
 // The per-rank memory `inspect` prints and `plan` ranks layouts by: every
 // distinct program of a plan folder is imported (weights by reference,
-// never read) and loaded on a sizing device that allocates nothing, so its
+// never read), or taken as compiled in memory (the planner's), and loaded on a sizing device that allocates nothing, so its
 // arena, outputs, weights and kernels' workspace come from the same code
 // that sizes them at launch. A rank's programs share one arena (the
 // largest); everything is made by the end of the first step and kept, so
@@ -53,6 +53,9 @@ struct RankMemory {
 
 struct MemoryPredictionOptions {
   std::string dir;         // the plan folder
+  /// The programs in memory by file (localizePrograms'), read instead of
+  /// the folder's: the planner sizes layouts it never writes.
+  const std::map<std::string, const Graph *> *programs = nullptr;
   rt::DeviceType device = rt::DeviceType(rt::kDefaultDevice);
   int microBatches = 1;    // launch --micro-batches
   std::string schedule = "1f1b";

@@ -251,7 +251,8 @@ int planMain() {
     if (b < 1)
       return reportError(tool, fail("--micro-batch-size must be at least 1"));
 
-  // Every candidate is compiled into a scratch folder of this run's own.
+  // A folder of this run's own, for a copy of a model whose weights are
+  // inside its .onnx (Search.cpp); the candidates are compiled in memory.
   llvm::SmallString<128> scratch;
   if (auto ec = llvm::sys::fs::createUniqueDirectory("partita-plan", scratch))
     return reportError(tool, fail("cannot create a scratch folder: " + ec.message()));

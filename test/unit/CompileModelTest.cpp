@@ -4,8 +4,11 @@
 // A again in one process gives A's files byte for byte, and they are the files
 // `partita compile` writes for the same flags (the CLI is only flags to
 // options). Option errors name the flag; notes reach the caller's callback.
+// The programs localized in memory (what the planner sizes) size as the
+// written plan's do (what inspect prints).
 //===----------------------------------------------------------------------===//
 #include "driver/Compile.h"
+#include "planner/MemoryPrediction.h"
 #include "compiler/ir/Printer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -121,4 +124,51 @@ TEST(CompileModel, NotesReachTheCallback) {
   EXPECT_EQ(lines[0].rfind("note: --zero 1 with --dp 1 partitions nothing", 0), 0u) << lines[0];
   EXPECT_EQ(r->plan.worldSize(), 1);
   EXPECT_EQ(r->stages.size(), 1u);
+}
+
+// The planner sizes layouts it never writes: each rank's memory by category
+// from the programs localized in memory equals inspect's from the written
+// folder (whose figures launch --memory checks, test/lit/launch/memory-*).
+TEST(CompileModel, ProgramsInMemorySizeAsTheWrittenPlan) {
+  CompileOptions zero3 = tensorParallelTraining();
+  zero3.zero = 3;
+  CompileOptions pipelineTp = pipelineTraining();
+  pipelineTp.tp = 2;
+  pipelineTp.recompute = "full";
+  for (const CompileOptions &o : {tensorParallelTraining(), zero3, pipelineTraining(), pipelineTp}) {
+    std::string dir = compileInto(o, "sized");
+    ASSERT_FALSE(dir.empty());
+    auto written = readPlan(dir + "/plan.json");
+    ASSERT_TRUE(static_cast<bool>(written)) << llvm::toString(written.takeError());
+    MemoryPredictionOptions fromFiles;
+    fromFiles.dir = dir;
+    fromFiles.microBatches = 4;
+    auto expected = MemoryPredictor(*written, fromFiles).predict();
+    ASSERT_TRUE(static_cast<bool>(expected)) << llvm::toString(expected.takeError());
+
+    auto compiled = compileModel(o);
+    ASSERT_TRUE(static_cast<bool>(compiled)) << llvm::toString(compiled.takeError());
+    auto local = localizePrograms(*compiled);
+    ASSERT_TRUE(static_cast<bool>(local)) << llvm::toString(local.takeError());
+    std::map<std::string, const Graph *> programs;
+    for (const LocalProgram &lp : local->programs)
+      programs[lp.rel] = lp.graph.get();
+    MemoryPredictionOptions inMemory = fromFiles;
+    inMemory.dir.clear();
+    inMemory.programs = &programs;
+    auto actual = MemoryPredictor(compiled->plan, inMemory).predict();
+    ASSERT_TRUE(static_cast<bool>(actual)) << llvm::toString(actual.takeError());
+
+    ASSERT_EQ(actual->size(), expected->size());
+    for (size_t i = 0; i < actual->size(); ++i) {
+      const RankMemory &a = (*actual)[i], &e = (*expected)[i];
+      EXPECT_EQ(a.rank->rank, e.rank->rank);
+      EXPECT_EQ(a.peak, e.peak) << "rank " << e.rank->rank << ", pp " << o.pp << " tp " << o.tp << " zero " << o.zero;
+      for (size_t c = 0; c < rt::kMemoryCategories; ++c)
+        EXPECT_EQ(a.bytes[c], e.bytes[c]) << "rank " << e.rank->rank << ", "
+                                          << rt::memoryCategoryName(static_cast<rt::MemoryCategory>(c));
+      EXPECT_EQ(a.sizes.collectives, e.sizes.collectives);
+      EXPECT_EQ(a.sizes.comm, e.sizes.comm);
+    }
+  }
 }
