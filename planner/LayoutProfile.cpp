@@ -223,11 +223,13 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       c.forward = f.compute + f.collectiveTime(mesh_axis::kTensor) + fData;
       // The gradient reduction overlaps its backward (buckets of 25 MB go as
       // they fill): what shows is what the compute does not cover, at least
-      // the last bucket's. It comes once a step where the runtime defers it
-      // to the last micro-batch, and every micro-batch where it does not.
+      // the last bucket's, and of the rest what the machine cannot hide
+      // (collectiveOverlap). It comes once a step where the runtime defers
+      // it to the last micro-batch, and every micro-batch where it does not.
       const double reduction = b.reductionTime(mesh_axis::kData) + reduce / chunks;
       const double buckets = std::max(1.0, std::ceil(sp.gradientBytes / chunks / 25e6));
-      const double exposed = reduction > 0 ? std::max(reduction - b.compute, reduction / buckets) : 0;
+      const double hidden = machine.collectiveOverlap * std::min(reduction - reduction / buckets, b.compute);
+      const double exposed = reduction > 0 ? reduction - hidden : 0;
       const bool everyMicroBatch = m > 1 && !deferred;
       // After the backward's input gradient left: the sums and the reduction's tail.
       c.afterSend = accumulate + (everyMicroBatch ? exposed : 0);

@@ -131,6 +131,12 @@ llvm::Expected<Machine> parseMachine(llvm::StringRef text, llvm::StringRef origi
       return fail(origin, "\"kernel_overhead\" in device must be a number of seconds, at least 0");
     m.kernelOverhead = *d;
   }
+  if (const llvm::json::Value *v = device->get("collective_overlap")) {
+    auto d = v->getAsNumber();
+    if (!d || *d < 0 || *d > 1)
+      return fail(origin, "\"collective_overlap\" in device must be a share from 0 to 1");
+    m.collectiveOverlap = *d;
+  }
   if (auto b = device->getBoolean("half_gemm_through_reshapes"))
     m.halfGemmThroughReshapes = *b;
   const llvm::json::Object *rates = device->getObject("matmul_flops");
@@ -205,6 +211,7 @@ std::string machineJson(const Machine &m) {
                                     {"matmul_efficiency", m.matmulEfficiency},
                                     {"bandwidth_efficiency", m.bandwidthEfficiency},
                                     {"kernel_overhead", m.kernelOverhead},
+                                    {"collective_overlap", m.collectiveOverlap},
                                     {"half_gemm_through_reshapes", m.halfGemmThroughReshapes}}},
       {"devices_per_node", m.devicesPerNode},
       {"intra_node", link(m.intraNode)},

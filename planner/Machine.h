@@ -45,6 +45,12 @@ struct Machine {
   double matmulEfficiency = 1; // the share of the matmul rate large products reach
   double bandwidthEfficiency = 1;
   double kernelOverhead = 0;   // seconds a kernel costs beyond its work (launch, dispatch)
+  /// The share of an overlapped collective's time (a gradient bucket's
+  /// reduction during the backward) that computing beside it hides: 1 where
+  /// something other than the compute cores moves the bytes (a GPU's NCCL
+  /// beside its kernels), near 0 where the cores that compute also copy and
+  /// add them (MPI's shared memory on a CPU). --calibrate measures it.
+  double collectiveOverlap = 1;
   /// Whether a product of two half values seen through reshapes runs as a
   /// half GEMM (a GPU library reads the view as it is); Partita's CPU
   /// runtime fuses a widening only when the product reads it directly or

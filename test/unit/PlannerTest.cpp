@@ -157,6 +157,9 @@ TEST(Machine, BundledDescriptionsLoadAndBadOnesSayWhy) {
                   ", \"matmul_flops\": {\"fp32\": 1e9}}, \"devices_per_node\": 1, \"intra_node\": {\"bandwidth\": 1, "
                   "\"latency\": 1, \"efficiency\": 2}, \"inter_node\": {\"bandwidth\": 1, \"latency\": 1}}",
               "at most 1");
+  expectError(std::string("{\"device\": {") + good + ", \"collective_overlap\": 1.5, \"matmul_flops\": {\"fp32\": 1e9}}}",
+              "collective_overlap");
+  EXPECT_DOUBLE_EQ(a100->collectiveOverlap, 1); // a datasheet's: nothing says otherwise
   auto missing = loadMachine("no-such-machine");
   ASSERT_FALSE(static_cast<bool>(missing));
   EXPECT_NE(llvm::toString(missing.takeError()).find("a100-80gb"), std::string::npos);
@@ -247,4 +250,34 @@ TEST(Prediction, PipelineSendsCrossNodesOnlyWhereTheirStagesDo) {
   const double oneNode = stepWith(4), pairs = stepWith(2), apart = stepWith(1);
   EXPECT_LT(oneNode, pairs);
   EXPECT_LT(pairs, apart);
+}
+
+// A gradient reduction of 100 MB in 25 MB buckets over dp 2 (10 ms on a 10
+// GB/s link) beside a 50 ms backward: the machine hides the share
+// collective_overlap of what the last bucket leaves, so the step is
+// f + b + r - overlap * min(r - r/4, b).
+TEST(Prediction, TheMachineHidesItsShareOfTheGradientReduction) {
+  Layout one;
+  one.microBatches = 1, one.schedule = "1f1b";
+  LayoutProfile profile; // dp 1's, the class profile: the reduction by formula
+  profile.layout = one;
+  profile.stages.resize(1);
+  StageProfile &st = profile.stages[0];
+  st.forward.resize(1), st.backward.resize(1);
+  st.forward[0].compute = 20e-3, st.backward[0].compute = 50e-3;
+  st.gradientBytes = 100e6, st.gradientElements = 25e6;
+  Layout l = one;
+  l.dp = 2;
+  for (double overlap : {0.0, 0.5, 1.0}) {
+    Machine m = testMachine();
+    m.intraNode = Link{10e9, 0, 1};
+    m.collectiveOverlap = overlap;
+    ProfileContext ctx;
+    ctx.machine = &m;
+    ctx.devices = 2;
+    const double r = 2 * (2 - 1) / 2.0 * 100e6 / 10e9;
+    EXPECT_NEAR(predict(l, profile, ctx, 1e12, 2).stepSeconds, 20e-3 + 50e-3 + r - overlap * std::min(r - r / 4, 50e-3),
+                1e-9)
+        << "overlap " << overlap;
+  }
 }
