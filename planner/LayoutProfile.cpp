@@ -231,10 +231,12 @@ Prediction predict(const Layout &layout, const LayoutProfile &profile, const Pro
       const double hidden = machine.collectiveOverlap * std::min(reduction - reduction / buckets, b.compute);
       const double exposed = reduction > 0 ? reduction - hidden : 0;
       const bool everyMicroBatch = m > 1 && !deferred;
-      // After the backward's input gradient left: the sums and the reduction's tail.
-      c.afterSend = accumulate + (everyMicroBatch ? exposed : 0);
+      // After the backward's input gradient left: its kernels after the
+      // send (the weights' gradients), the sums and the reduction's tail.
+      const double reduceEach = everyMicroBatch ? exposed : 0;
+      c.afterSend = b.computeAfterSend + accumulate + reduceEach;
       c.lastBackwardExtra = everyMicroBatch ? 0 : exposed;
-      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather + c.afterSend;
+      c.backward = b.compute + b.collectiveTime(mesh_axis::kTensor) + bGather + accumulate + reduceEach;
       // Forward to the next pipeline rank (interleaved: the last rank's
       // chunk to the first rank's next chunk), backward to the previous.
       const int64_t rank = static_cast<int64_t>(stages.size());

@@ -136,6 +136,7 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
   const double bandwidth = machine.bandwidth();
   const double overhead = machine.kernelOverhead;
   llvm::DenseSet<const Value *> outputs(g.outputs().begin(), g.outputs().end());
+  double computeAtLastSend = -1;
   for (const Node *n : g.nodes()) {
     if (n->domain() == "partita" && n->hasAttr("parts") && !n->is("ShardSlice", "partita")) {
       const double seconds = collectiveTime(*n, links);
@@ -144,8 +145,10 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
         t.reductions[n->stringAttr("axis", "")] += seconds;
       continue;
     }
-    if (n->is("Send", "partita"))
+    if (n->is("Send", "partita")) {
       t.sendBytes += bytesOf(n->input(0));
+      computeAtLastSend = t.compute;
+    }
     if (isFree(*n) || readByProducts(*n, machine.halfGemmThroughReshapes))
       continue;
     llvm::DenseSet<const Value *> seen;
@@ -187,6 +190,8 @@ ProgramTime programTime(const Graph &g, const Machine &machine, const AxisLinks 
     t.byOp["elementwise"] += seconds;
     t.kernels += ends;
   }
+  if (computeAtLastSend >= 0)
+    t.computeAfterSend = t.compute - computeAtLastSend;
   return t;
 }
 

@@ -14,7 +14,8 @@
 //                all-gather and reduce-scatter (n-1)/n) over the link's
 //                bandwidth, plus 2(n-1) or (n-1) latencies;
 //   sends        partita.Send bytes, timed by the pipeline simulation on the
-//                pipeline axis's link.
+//                pipeline axis's link; the kernels after the last send, in
+//                the program's order (the runtime's), run while it travels.
 // Each kernel adds the device's launch overhead.
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -44,6 +45,10 @@ struct ProgramTime {
   double compute = 0;          // seconds in kernels (products and the rest)
   double productFlops = 0;     // FLOP in products
   double sendBytes = 0;        // partita.Send bytes per run
+  /// Of `compute`, the kernels after the program's last partita.Send: a
+  /// backward sends its input's gradient as soon as it is computed and its
+  /// weights' gradients follow while the previous stage goes on.
+  double computeAfterSend = 0;
   int kernels = 0;
   std::map<std::string, double> byOp; // kernel seconds per op type (a fused chain under its last op)
   std::map<std::string, double> collectives; // seconds per mesh axis

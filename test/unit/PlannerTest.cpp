@@ -112,6 +112,30 @@ TEST(ProgramTime, ProductsAndCollectivesFollowRooflineAndRing) {
   EXPECT_NEAR(t.reductionTime("tp"), t.collectiveTime("tp"), 1e-15);
 }
 
+// A backward sends its input's gradient as soon as it has it: the products
+// after the send in the program's order (the weights' gradients) are what
+// runs while the previous stage goes on, and nothing counts before it.
+TEST(ProgramTime, WhatFollowsTheLastSendIsItsOwn) {
+  auto g = parseGraph("graph @b(%dy: f32[512,1024], %x: f32[512,1024], %w: f32[1024,1024]) opset 17 {\n"
+                      "  %wt = Transpose(%w) {perm = [1, 0]} : f32[1024,1024]\n"
+                      "  %dx = MatMul(%dy, %wt) : f32[512,1024]\n"
+                      "  %t = partita.Send(%dx) {peer = 0} : f32[0]\n"
+                      "  %xt = Transpose(%x) {perm = [1, 0]} : f32[1024,512]\n"
+                      "  %dw = MatMul(%xt, %dy) : f32[1024,1024]\n"
+                      "  %dw2 = MatMul(%xt, %dx) : f32[1024,1024]\n"
+                      "  return %dw, %dw2\n}\n",
+                      "b.pir");
+  ASSERT_TRUE(static_cast<bool>(g)) << llvm::toString(g.takeError());
+  Machine m = testMachine();
+  AxisLinks links(Mesh(), m);
+  ProgramTime t = programTime(**g, m, links);
+  const double product = std::max(2.0 * 512 * 1024 * 1024 / (100e12 * 0.5),
+                                   4.0 * (2 * 512 * 1024 + 1024 * 1024) / 2e12) + 1e-6; // each of the three
+  EXPECT_NEAR(t.compute, 3 * product, 1e-12);
+  EXPECT_NEAR(t.computeAfterSend, 2 * product, 1e-12);
+  EXPECT_DOUBLE_EQ(t.sendBytes, 4.0 * 512 * 1024);
+}
+
 // Ranks are laid out tp fastest: with 8 devices a node, tp 4 and dp 2 stay
 // within a node, pp 2 spans two.
 TEST(ProgramTime, AxesCrossTheLinkTheirRanksSpan) {
@@ -280,4 +304,30 @@ TEST(Prediction, TheMachineHidesItsShareOfTheGradientReduction) {
                 1e-9)
         << "overlap " << overlap;
   }
+}
+
+// Two stages, one micro-batch, forward 1 ms and backward 2 ms each: the last
+// stage's backward sends its input's gradient after 1 ms when its weights'
+// gradients (1 ms) follow the send, so the step is 1 + 1 + 1 + 2 = 5 ms, not
+// the 6 of a send at its end.
+TEST(Prediction, APipelineGoesOnWhileTheBackwardFinishesItsWeights) {
+  Layout l;
+  l.pp = 2, l.microBatches = 1, l.schedule = "1f1b";
+  auto stepWith = [&](double afterSend) {
+    LayoutProfile profile;
+    profile.layout = l;
+    profile.stages.resize(2);
+    for (StageProfile &st : profile.stages) {
+      st.forward.resize(1), st.backward.resize(1);
+      st.forward[0].compute = 1e-3, st.backward[0].compute = 2e-3;
+    }
+    profile.stages[1].backward[0].computeAfterSend = afterSend;
+    Machine m = testMachine();
+    ProfileContext ctx;
+    ctx.machine = &m;
+    ctx.devices = 2;
+    return predict(l, profile, ctx, 1e12, 1).stepSeconds;
+  };
+  EXPECT_NEAR(stepWith(0), 6e-3, 1e-12);
+  EXPECT_NEAR(stepWith(1e-3), 5e-3, 1e-12);
 }
