@@ -45,9 +45,16 @@ double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<int64_t
     for (int64_t stage : {e.from, e.to})
       if (stage % plan.stages() == r.coords.at(mesh_axis::kPipeline)) {
         std::string mine = stage == e.from ? e.value : sharedWeightCopy(e.value, e.to);
+        // The gradient as the backward makes it (mixed precision's: half).
+        const TensorType *grad = nullptr;
+        for (const auto &[name, rel] : r.programs)
+          if (auto io = plan.programIO.find(rel); io != plan.programIO.end())
+            for (const TensorSpec &out : io->second.outputs)
+              if (out.name == optimizer_io::gradOutput(mine))
+                grad = &out.type;
         for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
           if (plan.params[i] == mine)
-            bytes += bytesOf(plan.paramTypes[i]);
+            bytes += bytesOf(grad ? *grad : plan.paramTypes[i]);
         to.insert(stage == e.from ? e.to : e.from);
       }
   return bytes;
@@ -245,12 +252,16 @@ llvm::Expected<std::vector<RankMemory>> MemoryPredictor::predict() {
     add(rt::MemoryCategory::OptimizerStates, z.moments);
     if (o_.microBatches > 1) // the gradient sums over micro-batches the runtime keeps, and ZeRO-1's reduce-scatters
       add(rt::MemoryCategory::Gradients, z.gradSums - summedInside + z.deferredSums);
+    // A shared weight's gradient from the other stage is received into
+    // device memory and added to this stage's (StageLinks): every step, on
+    // top of what the rank keeps.
+    m.sharedGradients = sharedGradientBytes(plan_, r, z.sendTo);
+    add(rt::MemoryCategory::Communication, m.sharedGradients);
     for (size_t bytes : m.bytes)
       m.peak += bytes;
     // A step's sends, its programs' and a shared weight's gradient: each
     // copy lives until its receiver has taken it, at the latest the end of
     // the step (PendingSends::drain).
-    m.sharedGradients = sharedGradientBytes(plan_, r, z.sendTo);
     m.sendCopies = static_cast<size_t>(z.sends + m.sharedGradients);
   }
   return out;

@@ -10,20 +10,30 @@ PendingSends &PendingSends::process() {
   return *sends;
 }
 
-llvm::Error PendingSends::start(Communicator &comm, const void *data, size_t bytes, size_t count, DType dtype,
-                                int peer, int tag) {
+llvm::Expected<void *> PendingSends::allocate(Device &device, size_t bytes) {
   if (auto err = reap())
-    return err;
-  const auto *p = static_cast<const uint8_t *>(data);
-  pending_.push_back({&comm, -1, std::vector<uint8_t>(p, p + bytes)});
-  MemoryLedger::process().chargeSendCopy(bytes);
-  auto handle = comm.startSend(pending_.back().bytes.data(), count, dtype, peer, tag);
+    return std::move(err);
+  void *copy = device.allocate(std::max<size_t>(bytes, 1));
+  if (!copy)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "out of " + device.name() + " memory for " +
+                                                                       std::to_string(bytes) + " bytes of a send's copy");
+  device.ledger().chargeSendCopy(bytes);
+  return copy;
+}
+
+void PendingSends::release(Device &device, void *copy, size_t bytes) {
+  device.deallocate(copy);
+  device.ledger().releaseSendCopy(bytes);
+}
+
+llvm::Error PendingSends::start(Communicator &comm, Device &device, void *copy, size_t bytes, size_t count,
+                                DType dtype, int peer, int tag) {
+  auto handle = comm.startSend(device.kernelAddress(copy), count, dtype, peer, tag);
   if (!handle) {
-    MemoryLedger::process().releaseSendCopy(bytes);
-    pending_.pop_back();
+    release(device, copy, bytes);
     return handle.takeError();
   }
-  pending_.back().handle = *handle;
+  pending_.push_back({&comm, *handle, &device, copy, bytes});
   return llvm::Error::success();
 }
 
@@ -33,7 +43,7 @@ llvm::Error PendingSends::reap() {
     if (!done)
       return done.takeError();
     if (*done)
-      MemoryLedger::process().releaseSendCopy(it->bytes.size());
+      release(*it->device, it->copy, it->bytes);
     it = *done ? pending_.erase(it) : std::next(it);
   }
   return llvm::Error::success();
@@ -43,7 +53,7 @@ llvm::Error PendingSends::drain() {
   while (!pending_.empty()) {
     if (auto err = pending_.front().comm->wait(pending_.front().handle))
       return err;
-    MemoryLedger::process().releaseSendCopy(pending_.front().bytes.size());
+    release(*pending_.front().device, pending_.front().copy, pending_.front().bytes);
     pending_.pop_front();
   }
   return llvm::Error::success();

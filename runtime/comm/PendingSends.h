@@ -3,14 +3,17 @@
 // A pipeline stage sends its activations and gradients and goes on computing
 // while the next stage receives them (partita.Send, runtime/cpu/P2PKernels.cpp;
 // a shared weight's gradient, StageLinks). Each send goes out from a copy of
-// its bytes, so its source may be overwritten at once, and no schedule can
-// deadlock on two stages sending to each other. The copies live here, one
-// process-wide list in the order the sends started, until MPI is done with
-// them: reap() frees those done, drain() waits for all (at the end of a step,
-// before the communicators go).
+// its bytes in the device's memory (charged to its ledger as a send copy), so
+// its source may be overwritten at once, and no schedule can deadlock on two
+// stages sending to each other; the communicator reads the copy where the
+// device's kernels would (Device::kernelAddress). The copies live here, one
+// process-wide list in the order the sends started, until the communicator is
+// done with them: reap() frees those done, drain() waits for all (at the end
+// of a step, before the communicators go).
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/comm/Communicator.h"
+#include "runtime/core/Device.h"
 #include <deque>
 #include <string>
 #include <vector>
@@ -29,10 +32,17 @@ public:
   /// stops the rank keeps its bytes (MPI may still read them) until it aborts.
   static PendingSends &process();
 
-  /// Starts sending a copy of `bytes` bytes at `data` (`count` elements of
-  /// `dtype`) to rank `peer` of `comm` with message tag `tag`.
-  llvm::Error start(Communicator &comm, const void *data, size_t bytes, size_t count, DType dtype, int peer,
-                    int tag);
+  /// Device memory for a send's copy of `bytes` bytes (charged as a send
+  /// copy): the caller copies into it, then start()s the send, or hands it
+  /// back with release().
+  llvm::Expected<void *> allocate(Device &device, size_t bytes);
+  void release(Device &device, void *copy, size_t bytes);
+  /// Starts sending `bytes` bytes of `device` memory at `copy` (allocate()'s,
+  /// holding `count` elements of `dtype`) to rank `peer` of `comm` with
+  /// message tag `tag`; the copy is freed once the send is done (also when
+  /// it cannot start).
+  llvm::Error start(Communicator &comm, Device &device, void *copy, size_t bytes, size_t count, DType dtype,
+                    int peer, int tag);
   /// Frees the copies of the sends that are done.
   llvm::Error reap();
   /// Waits for every send started (their receivers took them).
@@ -42,7 +52,9 @@ private:
   struct Pending {
     Communicator *comm;
     int handle;
-    std::vector<uint8_t> bytes;
+    Device *device;
+    void *copy;
+    size_t bytes;
   };
   std::deque<Pending> pending_;
 };

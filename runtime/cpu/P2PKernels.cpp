@@ -2,8 +2,8 @@
 //
 // The group is the communicator along the node's axis (pp); the peer is the
 // stage's rank in it, stage mod the group's size (a model chunk under
-// interleaving lives on rank chunk mod pp). Send starts a send of a copy and
-// returns (PendingSends.h). Recv is asynchronous: the program posts it when it
+// interleaving lives on rank chunk mod pp). Send copies its operand into
+// device memory, starts sending the copy and returns (PendingSends.h). Recv is asynchronous: the program posts it when it
 // starts (split-pipeline orders the receives first) and waits for it right
 // before the first reader, so the message arrives while the program computes
 // what does not need it; it receives straight into its output buffer, which
@@ -13,6 +13,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/PendingSends.h"
 #include "runtime/cpu/CpuKernels.h"
+#include <cstring>
 
 namespace partita::rt::cpu {
 
@@ -45,10 +46,19 @@ public:
     if (!to)
       return to.takeError();
     const TensorView &v = ctx.inputs[0];
-    if (auto err = PendingSends::process().start(*to->first, v.data, v.bytes(), static_cast<size_t>(v.numel()),
-                                                 v.dtype, to->second, peer_.tag))
+    auto fail = [&](llvm::Error err) {
       return kernelError(peer_.node, "sending %" + peer_.node.input(0)->name() + " to " + peer_.name(to->second) +
                                          ": " + llvm::toString(std::move(err)));
+    };
+    PendingSends &sends = PendingSends::process();
+    auto copy = sends.allocate(ctx.device, v.bytes());
+    if (!copy)
+      return fail(copy.takeError());
+    if (v.bytes()) // kernel addresses, both
+      std::memcpy(ctx.device.kernelAddress(*copy), v.data, v.bytes());
+    if (auto err = sends.start(*to->first, ctx.device, *copy, v.bytes(), static_cast<size_t>(v.numel()), v.dtype,
+                               to->second, peer_.tag))
+      return fail(std::move(err));
     return llvm::Error::success();
   }
 

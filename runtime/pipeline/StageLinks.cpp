@@ -52,12 +52,18 @@ llvm::Error StageLinks::sendSharedGradient(llvm::StringRef param, const TensorVi
   const Link *l = sharedLink(param);
   if (!l)
     return fail("stage shares no weight '" + param + "' with another");
-  Tensor host; // the send copies host bytes: those of the gradient itself on a device sharing host memory
-  const void *from = device_->sharesHostMemory() ? grad.data : (host = download(*device_, grad)).data();
-  if (auto err = PendingSends::process().start(*pp_, from, grad.bytes(), static_cast<size_t>(grad.numel()),
-                                               grad.dtype, l->peer, l->tag))
+  auto failed = [&](llvm::Error err) {
     return fail("sending the gradient of shared weight '" + param + "' to " + pipelinePeer(l->peerStage, mesh_axis::kPipeline, l->peer) + ": " +
                 llvm::toString(std::move(err)));
+  };
+  PendingSends &sends = PendingSends::process();
+  auto copy = sends.allocate(*device_, grad.bytes());
+  if (!copy)
+    return failed(copy.takeError());
+  device_->copyOnDevice(*copy, grad.data, grad.bytes());
+  if (auto err = sends.start(*pp_, *device_, *copy, grad.bytes(), static_cast<size_t>(grad.numel()), grad.dtype,
+                             l->peer, l->tag))
+    return failed(std::move(err));
   return llvm::Error::success();
 }
 
@@ -65,16 +71,17 @@ llvm::Error StageLinks::addSharedGradient(llvm::StringRef param, const TensorVie
   const Link *l = sharedLink(param);
   if (!l || (grad.dtype != DType::F32 && !isHalfFloat(grad.dtype)))
     return fail("stage shares no f32 (or bf16, fp16) weight '" + param + "' with another");
-  std::vector<uint8_t> theirs(grad.bytes());
-  if (auto err = pp_->recv(theirs.data(), static_cast<size_t>(grad.numel()), grad.dtype, l->peer, l->tag))
+  // Received into the device's memory (the communicator writes where its kernels read).
+  auto theirs = DeviceTensor::allocate(*device_, grad.dtype, grad.shape, MemoryCategory::Communication,
+                                       "a shared weight's gradient");
+  if (!theirs)
+    return theirs.takeError();
+  if (auto err = pp_->recv(device_->kernelAddress(theirs->data()), static_cast<size_t>(grad.numel()), grad.dtype,
+                           l->peer, l->tag))
     return fail("receiving the gradient of shared weight '" + param + "' from " + pipelinePeer(l->peerStage, mesh_axis::kPipeline, l->peer) + ": " +
                 llvm::toString(std::move(err)));
   // A half gradient is summed in float32 and rounded once, as the dp all-reduce sums it.
-  Tensor host(grad.dtype, grad.shape, std::make_shared<std::vector<uint8_t>>(std::move(theirs)));
-  auto on = DeviceTensor::upload(*device_, host, MemoryCategory::Communication, "a shared weight's gradient");
-  if (!on)
-    return on.takeError();
-  kernels_->add(*device_, on->data(), grad.data, grad.dtype, grad.numel());
+  kernels_->add(*device_, theirs->data(), grad.data, grad.dtype, grad.numel());
   return llvm::Error::success();
 }
 

@@ -416,11 +416,11 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
       return err;
   }
   if (o_.memory) {
-    // The device's memory; the pipeline's send copies are host memory (the same ledger on the CPU).
+    // The device's memory, and beside it the pipeline's send copies (device memory too).
     const MemoryLedger &ledger = session_.device().ledger();
     printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
     if (plan_.stages() > 1)
-      printSendCopiesLine(llvm::outs(), session_.rank(), "measured", MemoryLedger::process().sendCopiesPeak());
+      printSendCopiesLine(llvm::outs(), session_.rank(), "measured", ledger.sendCopiesPeak());
   }
   for (const StageRun &c : chunks_)
     if (auto err = c.writeParameters(outDir))
