@@ -61,7 +61,8 @@ struct LocalPlan {
 /// ones, and fills compiled.plan but for the files' hashes: the ranks'
 /// program entries, their inputs and outputs, the parameters' records and
 /// the model's weight files. The planner sizes these in memory;
-/// writeCompiledPlan writes them.
+/// writeCompiledPlan writes them. Once per CompiledPlan (it adds to the
+/// plan's parameter records and weight files).
 llvm::Expected<LocalPlan> localizePrograms(CompiledPlan &compiled);
 
 /// Writes `compiled` into folder `dir` (created; the caller stages it): each

@@ -36,9 +36,11 @@ private:
 double bytesOf(const TensorType &t) { return static_cast<double>(t.numel()) * static_cast<double>(dtypeSize(t.dtype)); }
 
 /// What rank `r` sends its pipeline peers in a step besides its programs'
-/// partita.Send (counted per program run): a shared weight's gradient, once.
-double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<int64_t> &to) {
+/// partita.Send (counted per program run): a shared weight's gradient, once;
+/// `largest` gets the largest of them (one is received at a time).
+double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<int64_t> &to, double &largest) {
   double bytes = 0;
+  largest = 0;
   if (plan.stages() < 2)
     return bytes;
   for (const Plan::Edge &e : plan.pipelineWeights)
@@ -54,7 +56,8 @@ double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<int64_t
                 grad = &out.type;
         for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
           if (plan.params[i] == mine)
-            bytes += bytesOf(grad ? *grad : plan.paramTypes[i]);
+            bytes += bytesOf(grad ? *grad : plan.paramTypes[i]),
+            largest = std::max(largest, bytesOf(grad ? *grad : plan.paramTypes[i]));
         to.insert(stage == e.from ? e.to : e.from);
       }
   return bytes;
@@ -118,26 +121,27 @@ double MemoryPredictor::inFlightBytes(const RankPlan &r) const {
 llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &rel) {
   if (auto it = sized_.find(rel); it != sized_.end())
     return &it->second;
-  llvm::Expected<std::unique_ptr<Graph>> g = std::unique_ptr<Graph>();
+  std::unique_ptr<Graph> graph;
   if (o_.programs) {
     auto it = o_.programs->find(rel);
     if (it == o_.programs->end())
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "no program " + rel + " was compiled");
-    g = cloneGraph(*it->second);
+    graph = cloneGraph(*it->second);
   } else { // weights by reference: typed, never read
     llvm::SmallString<256> file(o_.dir);
     llvm::sys::path::append(file, rel);
-    g = importOnnx(file, compiledProgramImport(plan_.weightFilePaths()));
+    auto imported = importOnnx(file, compiledProgramImport(plan_.weightFilePaths()));
+    if (!imported)
+      return imported.takeError();
+    graph = std::move(*imported);
   }
-  if (!g)
-    return g.takeError();
   SizingDevice sizing(o_.device);
-  rt::markUpdatedWeights(**g, plan_);
-  auto program = rt::Program::load(**g, sizing, nullptr, /*readWeights=*/false);
+  rt::markUpdatedWeights(*graph, plan_);
+  auto program = rt::Program::load(*graph, sizing, nullptr, /*readWeights=*/false);
   if (!program)
     return program.takeError();
   ProgramSizes z;
-  for (const Node *n : (*g)->nodes())
+  for (const Node *n : graph->nodes())
     if (n->domain() == "partita" && n->hasAttr("parts") && !n->is("ShardSlice", "partita")) { // a slice moves nothing
       ++z.collectives;
       z.comm += collectiveBytes(*n);
@@ -145,7 +149,7 @@ llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &
       z.lines.push_back(llvm::formatv("  {0,-14} {1,-22} {2,10:f3} MB  {3} (over {4})", n->op(), what,
                                       collectiveBytes(*n) / 1e6, n->output()->name(), n->stringAttr("axis", "")));
     }
-  for (const Node *n : (*g)->nodes())
+  for (const Node *n : graph->nodes())
     if (n->is("Send", "partita")) {
       z.sends += bytesOf(n->input(0)->type());
       z.sendTo.insert(n->intAttr("peer", 0));
@@ -157,7 +161,7 @@ llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &
     z.kernels[c] = static_cast<double>((*program)->kernelBytes(static_cast<rt::MemoryCategory>(c)));
     z.scratch[c] = static_cast<double>((*program)->scratchBytes(static_cast<rt::MemoryCategory>(c)));
   }
-  for (const Value *out : (*g)->outputs())
+  for (const Value *out : graph->outputs())
     if ((*program)->deferredInside(out->name()))
       z.summedInside += static_cast<double>(out->type().numel() * 4); // the sums the runtime does not keep
   z.deferredSums = static_cast<double>((*program)->deferredSumBytes());
@@ -170,7 +174,7 @@ llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &
   }
   // The optimizer's state as the step reads it: whole, or under ZeRO the
   // rank's part (moments from stage 1, gradients from stage 2).
-  for (const Value *in : (*g)->inputs()) {
+  for (const Value *in : graph->inputs()) {
     llvm::StringRef n(in->name());
     if (n.startswith(optimizer_io::gradient(""))) {
       z.grads += bytesOf(in->type());
@@ -180,7 +184,7 @@ llvm::Expected<const ProgramSizes *> MemoryPredictor::sizeOf(const std::string &
       z.moments += bytesOf(in->type());
     }
   }
-  graphs_[rel] = std::move(*g);
+  graphs_[rel] = std::move(graph);
   return &sized_.emplace(rel, std::move(z)).first->second;
 }
 
@@ -253,10 +257,11 @@ llvm::Expected<std::vector<RankMemory>> MemoryPredictor::predict() {
     if (o_.microBatches > 1) // the gradient sums over micro-batches the runtime keeps, and ZeRO-1's reduce-scatters
       add(rt::MemoryCategory::Gradients, z.gradSums - summedInside + z.deferredSums);
     // A shared weight's gradient from the other stage is received into
-    // device memory and added to this stage's (StageLinks): every step, on
-    // top of what the rank keeps.
-    m.sharedGradients = sharedGradientBytes(plan_, r, z.sendTo);
-    add(rt::MemoryCategory::Communication, m.sharedGradients);
+    // device memory and added to this stage's (StageLinks), one at a time:
+    // every step, on top of what the rank keeps.
+    double largestShared = 0;
+    m.sharedGradients = sharedGradientBytes(plan_, r, z.sendTo, largestShared);
+    add(rt::MemoryCategory::Communication, largestShared);
     for (size_t bytes : m.bytes)
       m.peak += bytes;
     // A step's sends, its programs' and a shared weight's gradient: each

@@ -20,7 +20,7 @@ namespace partita::planner {
 struct ChunkTimes {
   double forward = 0, backward = 0;
   double sendForward = 0, sendBackward = 0; // the activation to the next stage, its gradient to the one before
-  double afterSend = 0;         // of `backward`, what comes after its input gradient left (sums, reductions)
+  double afterSend = 0;         // of `backward`, what comes after its input gradient left (its kernels after the send, sums, reductions)
   double lastBackwardExtra = 0; // the last micro-batch's backward: what the gradient reduction adds (after the send)
 };
 

@@ -59,4 +59,19 @@ llvm::Error PendingSends::drain() {
   return llvm::Error::success();
 }
 
+void PendingSends::abandon(Device &device) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->device != &device) {
+      ++it;
+      continue;
+    }
+    auto done = it->comm->test(it->handle);
+    if (done && *done)
+      release(device, it->copy, it->bytes);
+    else // MPI may still read it: left to the device's end
+      llvm::consumeError(done.takeError());
+    it = pending_.erase(it);
+  }
+}
+
 } // namespace partita::rt

@@ -47,6 +47,10 @@ public:
   llvm::Error reap();
   /// Waits for every send started (their receivers took them).
   llvm::Error drain();
+  /// Forgets the sends from `device`'s memory, freeing the copies of those
+  /// done: the device and its communicators are going (a rank that failed
+  /// on its way to abort; after a step, drain() left none).
+  void abandon(Device &device);
 
 private:
   struct Pending {

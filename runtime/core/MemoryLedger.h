@@ -9,8 +9,7 @@
 // what made it up: what `launch --memory` prints and `partita inspect`
 // predicts before launch. One ledger per device (Device::ledger()): a GPU's
 // memory apart from the host's; the CPU device's memory is the host's, so
-// its ledger is the process's (process()), which also counts what lives in
-// host memory beside a device (pipeline send copies).
+// its ledger is the process's (process()).
 //
 // The copies a pipeline stage sends from (runtime/comm/PendingSends.h) live
 // until the receiver has taken them, which timing decides: they are tallied

@@ -8,8 +8,8 @@
 // the step's last backward each of the two sends its summed gradient to the
 // other (without waiting, from a copy: PendingSends.h) and adds the other's,
 // so both step with the one sum (the gradients are device memory: the
-// send goes from a host copy, the received sum is added by the device's
-// loop kernel). Message tag: pipelineEdges.size() + the
+// send goes from a copy in the device's memory, the other's is received
+// into device memory and added by the device's loop kernel). Message tag: pipelineEdges.size() + the
 // entry's index.
 //===----------------------------------------------------------------------===//
 #pragma once

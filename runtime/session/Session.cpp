@@ -1,6 +1,7 @@
 //===- Session.cpp --------------------------------------------------------===//
 #include "compiler/plan/Names.h"
 #include "runtime/session/Session.h"
+#include "runtime/comm/PendingSends.h"
 #include "runtime/core/DeviceRegistry.h"
 #include "compiler/onnx/OnnxImport.h"
 #include "llvm/ADT/StringSet.h"
@@ -9,7 +10,10 @@
 
 namespace partita::rt {
 
-Session::~Session() = default;
+Session::~Session() {
+  if (device_) // nothing left after a step; a failed rank's sends go with its device
+    PendingSends::process().abandon(*device_);
+}
 
 llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm::StringRef planDir, int rank,
                                                          GroupSplitter split, llvm::StringRef device) {
