@@ -3,8 +3,8 @@
 // profileLayout compiles a layout with compileModel and localizes its
 // programs in memory (localizePrograms: nothing is written), sizes every rank
 // with MemoryPredictor (what `inspect` prints of the written plan) and times
-// every program with programTime. What it
-// keeps per pipeline rank is all predict() needs: so a layout's dp and ZeRO
+// every program with programTime. What it keeps per pipeline rank is all
+// predict() needs: so a layout's dp and ZeRO
 // variants can be predicted from the profile of its class (dp 1) too, the
 // data-parallel collectives and ZeRO's partitions then added by formula.
 //===----------------------------------------------------------------------===//

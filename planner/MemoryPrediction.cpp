@@ -55,9 +55,11 @@ double sharedGradientBytes(const Plan &plan, const RankPlan &r, std::set<int64_t
               if (out.name == optimizer_io::gradOutput(mine))
                 grad = &out.type;
         for (size_t i = 0; i < plan.params.size() && i < plan.paramTypes.size(); ++i)
-          if (plan.params[i] == mine)
-            bytes += bytesOf(grad ? *grad : plan.paramTypes[i]),
-            largest = std::max(largest, bytesOf(grad ? *grad : plan.paramTypes[i]));
+          if (plan.params[i] == mine) {
+            const double b = bytesOf(grad ? *grad : plan.paramTypes[i]);
+            bytes += b;
+            largest = std::max(largest, b);
+          }
         to.insert(stage == e.from ? e.to : e.from);
       }
   return bytes;

@@ -2,9 +2,9 @@
 //
 // The per-rank memory `inspect` prints and `plan` ranks layouts by: every
 // distinct program of a plan folder is imported (weights by reference,
-// never read), or taken as compiled in memory (the planner's), and loaded on a sizing device that allocates nothing, so its
-// arena, outputs, weights and kernels' workspace come from the same code
-// that sizes them at launch. A rank's programs share one arena (the
+// never read), or taken as compiled in memory (the planner's), and loaded
+// on a sizing device that allocates nothing, so its arena, outputs, weights
+// and kernels' workspace come from the same code that sizes them at launch. A rank's programs share one arena (the
 // largest); everything is made by the end of the first step and kept, so
 // the peak is the sum of the categories the runtime's MemoryLedger counts
 // (launch --memory), plus, under a pipeline, the buffers of the

@@ -19,6 +19,12 @@
 namespace partita {
 
 namespace {
+/// The middle of `v` (the upper one of an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// The median milliseconds of running IR `text` on inputs of zeros.
 llvm::Expected<double> medianMillis(const std::string &text, int repeat) {
   auto g = parseGraph(text, "calibrate");
@@ -165,10 +171,6 @@ llvm::Expected<double> measureOverlap(rt::Communicator &comm) {
         into->push_back(*t);
     }
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   const double a = median(alone), r = median(reducing), b = median(both);
   const double hidden = (a + r - b) / std::min(a, r);
   return std::clamp(hidden, 0.0, 1.0);
@@ -246,8 +248,7 @@ int calibrateWorker(int threads) {
       llvm::consumeError(comm->allReduce(buf.data(), count, DType::F32));
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::sort(seconds.begin(), seconds.end());
-    return seconds[seconds.size() / 2];
+    return median(seconds);
   };
   const int n = comm->size();
   // A ring all-reduce: 2(n-1) steps, each rank moving 2(n-1)/n of the

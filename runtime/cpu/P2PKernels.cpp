@@ -3,11 +3,12 @@
 // The group is the communicator along the node's axis (pp); the peer is the
 // stage's rank in it, stage mod the group's size (a model chunk under
 // interleaving lives on rank chunk mod pp). Send copies its operand into
-// device memory, starts sending the copy and returns (PendingSends.h). Recv is asynchronous: the program posts it when it
-// starts (split-pipeline orders the receives first) and waits for it right
-// before the first reader, so the message arrives while the program computes
-// what does not need it; it receives straight into its output buffer, which
-// the memory plan keeps from the receive's step to its last reader.
+// device memory, starts sending the copy and returns (PendingSends.h). Recv
+// is asynchronous: the program posts it when it starts (split-pipeline
+// orders the receives first) and waits for it right before the first
+// reader, so the message arrives while the program computes what does not
+// need it; it receives straight into its output buffer, which the memory
+// plan keeps from the receive's step to its last reader.
 //===----------------------------------------------------------------------===//
 #include "compiler/plan/Names.h"
 #include "runtime/comm/Communicator.h"

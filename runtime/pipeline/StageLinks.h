@@ -9,8 +9,8 @@
 // other (without waiting, from a copy: PendingSends.h) and adds the other's,
 // so both step with the one sum (the gradients are device memory: the
 // send goes from a copy in the device's memory, the other's is received
-// into device memory and added by the device's loop kernel). Message tag: pipelineEdges.size() + the
-// entry's index.
+// into device memory and added by the device's loop kernel). Message tag:
+// pipelineEdges.size() + the entry's index.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/plan/Plan.h"
