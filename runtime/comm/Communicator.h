@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/ir/DType.h"
+#include "runtime/core/Device.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -54,6 +55,14 @@ public:
   virtual llvm::Error send(const void *buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual llvm::Error recv(void *buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual llvm::Error barrier() = 0;
+
+  /// Orders this rank's next operations on this communicator after `ready`,
+  /// an event of the device's compute stream (Device.h's stream rules): they
+  /// read and write device memory only once the work it captured is done.
+  /// A host-driven backend (MPI, the default) waits for it here and then
+  /// calls MPI; a device-driven one (NCCL) makes its communication stream
+  /// wait for it, and the host goes on.
+  virtual void follow(const Event &ready) { ready.synchronize(); }
 
   // Non-blocking forms of the above: each returns a handle for wait() or
   // test(), and its buffers belong to the communicator until the operation

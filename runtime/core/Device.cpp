@@ -20,7 +20,7 @@ public:
 class SynchronousEvent final : public Event {
 public:
   void record(Stream &) override {}
-  void synchronize() override {}
+  void synchronize() const override {}
   bool query() const override { return true; }
 };
 } // namespace

@@ -27,7 +27,19 @@
 // the source may be reused; they are ordered after all work enqueued before.
 // A device whose work is done when the call returns (the CPU) keeps the
 // default, trivial streams and events: every record, wait and synchronize is
-// a no-op and every query is true.
+// a no-op and every query is true. The strict CPU device queues its work on
+// threads of its own, one per stream, and its events are real: a position in
+// a stream's queue (StrictCpuDevice.cpp).
+//
+// Communication follows the same rules (NCCL's model): a kernel that
+// communicates gets an event recorded on the compute stream after every
+// kernel launched before it (KernelContext::ready) and hands it to its
+// communicator (Communicator::follow) before it reads or writes a buffer: a
+// host-driven backend (MPI) waits for it on the host and then calls MPI; a
+// device-driven one (NCCL) makes its communication stream wait for it. What
+// an operation wrote is handed on once Communicator::wait returned: the host
+// has seen it complete (MPI), or the compute stream waits for its completion
+// event (NCCL).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -76,7 +88,7 @@ public:
   /// Captures the work enqueued on `stream` so far.
   virtual void record(Stream &stream) = 0;
   /// Blocks until the captured work has finished.
-  virtual void synchronize() = 0;
+  virtual void synchronize() const = 0;
   /// True when the captured work has finished (or nothing was recorded).
   virtual bool query() const = 0;
 };
@@ -136,6 +148,10 @@ public:
   virtual llvm::Error launch(std::function<llvm::Error()> work) { return work(); }
   /// Waits until all launched work is done; the first error it returned.
   virtual llvm::Error finishWork() { return llvm::Error::success(); }
+  /// The first error of launched work so far, without waiting for the rest:
+  /// a communicating kernel checks it once its ready event completed, so a
+  /// rank does not communicate what a failed kernel left.
+  virtual llvm::Error takeError() { return llvm::Error::success(); }
   /// Whether launch() queues work (false: it runs it at once, and a caller
   /// may run a kernel itself instead of making a closure for it).
   virtual bool queuesWork() const { return false; }
@@ -195,14 +211,27 @@ public:
   void *kernelAddress(void *deviceAddress) const override;
   llvm::Error launch(std::function<llvm::Error()> work) override;
   llvm::Error finishWork() override;
+  llvm::Error takeError() override;
   bool queuesWork() const override { return true; }
+  /// Waits for every stream of the device (the compute stream and those
+  /// createStream made that still exist).
   void synchronize() override;
+  /// The compute stream, where launch() queues: its thread.
+  Stream &defaultStream() override;
+  /// Another thread running work in order, independent of the compute stream.
+  std::unique_ptr<Stream> createStream() override;
+  /// A position in one of this device's streams (record), waited for by the
+  /// host (synchronize) or by another stream (Stream::wait).
+  std::unique_ptr<Event> createEvent() override;
+
+  class Worker; // a stream: a thread running queued work in order
 
 private:
   struct Allocations;
   std::unique_ptr<Allocations> allocations_;
-  class Worker;
-  std::unique_ptr<Worker> worker_; // the compute stream: a thread running launched work in order
+  struct Streams;
+  std::unique_ptr<Streams> streams_; // every live stream, for synchronize()
+  std::unique_ptr<Worker> worker_;   // the compute stream
 };
 
 } // namespace partita::rt

@@ -7,13 +7,18 @@
 // an allocation (the executor's arena) stay within its range and translate
 // by the distance from its start.
 //
-// Launched work runs on one worker thread, in order (the compute stream).
-// Each item runs with the OpenMP thread count its launcher had (so kernels
-// split their work, and round, as on the host thread) and the worker sets
-// flush-to-zero as CpuDevice does. Host-side calls that read or free device
-// memory wait for the queue first, except from the worker itself.
+// Launched work runs on one worker thread, in order (the compute stream);
+// createStream makes more. Each item runs with the OpenMP thread count its
+// launcher had (so kernels split their work, and round, as on the host
+// thread) and the worker sets flush-to-zero as CpuDevice does. Events are
+// tickets: recorded on a stream, an event is the number of items queued
+// there so far, and it completes when that many have run; a stream waiting
+// for an event queues an item that blocks until it completes. Host-side
+// calls that read or free device memory wait for every stream first, except
+// from a worker itself.
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Device.h"
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -47,10 +52,13 @@ namespace {
 }
 } // namespace
 
-class StrictCpuDevice::Worker {
+/// A stream: a thread running queued work in order. Its positions are
+/// tickets: the n-th item queued is ticket n, and an event recorded after it
+/// completes once `completed_` reaches n.
+class StrictCpuDevice::Worker final : public Stream {
 public:
   Worker() : thread_([this] { loop(); }) {}
-  ~Worker() {
+  ~Worker() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -63,21 +71,40 @@ public:
     {
       std::lock_guard<std::mutex> lock(mu_);
       queue_.push_back({std::move(work), threads});
+      ++enqueued_;
     }
     wake_.notify_all();
   }
-  /// Waits for the queue to drain (at once on the worker thread itself).
-  void drain() {
+  /// The ticket of the last item queued so far (0: none yet).
+  uint64_t enqueued() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return enqueued_;
+  }
+  bool reached(uint64_t ticket) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return completed_ >= ticket;
+  }
+  /// Blocks until the items up to `ticket` have run (at once on the worker
+  /// thread itself, which runs them in order: they are behind it).
+  void waitFor(uint64_t ticket) const {
     if (std::this_thread::get_id() == thread_.get_id())
       return;
     std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [&] { return queue_.empty() && !running_; });
+    idle_.wait(lock, [&] { return completed_ >= ticket; });
   }
-  llvm::Error takeError() {
-    drain();
+  /// Waits for the queue to drain.
+  void drain() const { waitFor(enqueued()); }
+  llvm::Error takeError(bool wait) {
+    if (wait)
+      drain();
     std::lock_guard<std::mutex> lock(mu_);
     return std::move(error_);
   }
+
+  // Stream
+  void wait(const Event &event) override;
+  void synchronize() override { drain(); }
+  bool query() const override { return reached(enqueued()); }
 
 private:
   struct Item {
@@ -99,43 +126,124 @@ private:
         return; // stopping, nothing left
       Item item = std::move(queue_.front());
       queue_.pop_front();
-      running_ = true;
       lock.unlock();
       if (item.threads != threads)
         omp_set_num_threads(threads = item.threads);
       llvm::Error err = item.work();
       lock.lock();
-      running_ = false;
+      ++completed_;
       if (err && !error_)
         error_ = std::move(err);
       else
         llvm::consumeError(std::move(err));
-      if (queue_.empty())
-        idle_.notify_all();
+      idle_.notify_all();
     }
   }
-  std::mutex mu_;
-  std::condition_variable wake_, idle_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable idle_;
+  std::condition_variable wake_;
   std::deque<Item> queue_;
-  bool running_ = false, stopping_ = false;
+  uint64_t enqueued_ = 0, completed_ = 0;
+  bool stopping_ = false;
   llvm::Error error_ = llvm::Error::success();
   std::thread thread_; // last: started once the rest is made
 };
 
+namespace {
+/// A position in a Worker's queue; never recorded (or recorded on a stream
+/// of another device, whose work is done at once): complete.
+class StrictEvent final : public Event {
+public:
+  void record(Stream &stream) override {
+    stream_ = dynamic_cast<StrictCpuDevice::Worker *>(&stream);
+    ticket_ = stream_ ? stream_->enqueued() : 0;
+  }
+  void synchronize() const override {
+    if (stream_)
+      stream_->waitFor(ticket_);
+  }
+  bool query() const override { return !stream_ || stream_->reached(ticket_); }
+  const StrictCpuDevice::Worker *stream() const { return stream_; }
+  uint64_t ticket() const { return ticket_; }
+
+private:
+  StrictCpuDevice::Worker *stream_ = nullptr;
+  uint64_t ticket_ = 0;
+};
+} // namespace
+
+void StrictCpuDevice::Worker::wait(const Event &event) {
+  // The event as it is now (recording it again later does not move this wait).
+  const auto *e = dynamic_cast<const StrictEvent *>(&event);
+  if (!e || !e->stream() || e->stream() == this) // nothing to wait for, or already in order
+    return;
+  push([from = e->stream(), ticket = e->ticket()]() {
+    from->waitFor(ticket);
+    return llvm::Error::success();
+  });
+}
+
+struct StrictCpuDevice::Streams {
+  std::mutex mu;
+  std::vector<Worker *> made; // by createStream, still alive
+};
+
+namespace {
+/// A stream createStream hands out: unregisters itself when destroyed.
+class OwnedWorker final : public Stream {
+public:
+  OwnedWorker(std::function<void(StrictCpuDevice::Worker *)> forget)
+      : worker_(std::make_unique<StrictCpuDevice::Worker>()), forget_(std::move(forget)) {}
+  ~OwnedWorker() override {
+    worker_->drain();
+    forget_(worker_.get());
+  }
+  StrictCpuDevice::Worker &worker() { return *worker_; }
+  void wait(const Event &event) override { worker_->wait(event); }
+  void synchronize() override { worker_->synchronize(); }
+  bool query() const override { return worker_->query(); }
+
+private:
+  std::unique_ptr<StrictCpuDevice::Worker> worker_;
+  std::function<void(StrictCpuDevice::Worker *)> forget_;
+};
+} // namespace
+
 StrictCpuDevice::StrictCpuDevice()
-    : allocations_(std::make_unique<Allocations>()), worker_(std::make_unique<Worker>()) {}
+    : allocations_(std::make_unique<Allocations>()), streams_(std::make_unique<Streams>()),
+      worker_(std::make_unique<Worker>()) {}
 
 llvm::Error StrictCpuDevice::launch(std::function<llvm::Error()> work) {
   worker_->push(std::move(work));
   return llvm::Error::success();
 }
 
-llvm::Error StrictCpuDevice::finishWork() { return worker_->takeError(); }
+llvm::Error StrictCpuDevice::finishWork() { return worker_->takeError(/*wait=*/true); }
+llvm::Error StrictCpuDevice::takeError() { return worker_->takeError(/*wait=*/false); }
 
-void StrictCpuDevice::synchronize() { worker_->drain(); }
+Stream &StrictCpuDevice::defaultStream() { return *worker_; }
+
+std::unique_ptr<Stream> StrictCpuDevice::createStream() {
+  auto made = std::make_unique<OwnedWorker>([streams = streams_.get()](Worker *w) {
+    std::lock_guard<std::mutex> lock(streams->mu);
+    streams->made.erase(std::find(streams->made.begin(), streams->made.end(), w));
+  });
+  std::lock_guard<std::mutex> lock(streams_->mu);
+  streams_->made.push_back(&made->worker());
+  return made;
+}
+
+std::unique_ptr<Event> StrictCpuDevice::createEvent() { return std::make_unique<StrictEvent>(); }
+
+void StrictCpuDevice::synchronize() {
+  worker_->drain();
+  std::lock_guard<std::mutex> lock(streams_->mu);
+  for (Worker *w : streams_->made)
+    w->drain();
+}
 
 StrictCpuDevice::~StrictCpuDevice() {
-  llvm::consumeError(worker_->takeError());
+  llvm::consumeError(worker_->takeError(/*wait=*/true));
   worker_.reset();
   for (auto &[at, block] : allocations_->byAddress) {
     ::munmap(reinterpret_cast<void *>(at), block.bytes);
@@ -162,7 +270,7 @@ void *StrictCpuDevice::allocate(size_t bytes) {
 void StrictCpuDevice::deallocate(void *p) {
   if (!p)
     return;
-  worker_->drain(); // launched work may still use it
+  synchronize(); // launched work may still use it
   std::lock_guard<std::mutex> lock(allocations_->mu);
   auto it = allocations_->byAddress.find(reinterpret_cast<uintptr_t>(p));
   if (it == allocations_->byAddress.end())
@@ -188,22 +296,22 @@ void *StrictCpuDevice::kernelAddress(void *deviceAddress) const {
 }
 
 void StrictCpuDevice::copyFromHost(void *dst, const void *src, size_t bytes) {
-  worker_->drain();
+  synchronize();
   if (bytes)
     std::memcpy(kernelAddress(dst), src, bytes);
 }
 void StrictCpuDevice::copyToHost(void *dst, const void *src, size_t bytes) {
-  worker_->drain();
+  synchronize();
   if (bytes)
     std::memcpy(dst, kernelAddress(src), bytes);
 }
 void StrictCpuDevice::fill(void *dst, uint8_t value, size_t bytes) {
-  worker_->drain();
+  synchronize();
   if (bytes)
     std::memset(kernelAddress(dst), value, bytes);
 }
 void StrictCpuDevice::copyOnDevice(void *dst, const void *src, size_t bytes) {
-  worker_->drain();
+  synchronize();
   if (bytes)
     std::memmove(kernelAddress(dst), kernelAddress(src), bytes);
 }

@@ -134,6 +134,8 @@ public:
     if (!group)
       return group.takeError();
     Communicator *comm = *group;
+    if (auto err = ctx.follow(*comm)) // what it reads is written, what it writes no longer read
+      return err;
     DType dt = ctx.inputs[0].dtype;
     void *out = ctx.outputs[0].data;
     const void *in = ctx.inputs[0].data;

@@ -51,6 +51,8 @@ public:
       return kernelError(peer_.node, "sending %" + peer_.node.input(0)->name() + " to " + peer_.name(to->second) +
                                          ": " + llvm::toString(std::move(err)));
     };
+    if (auto err = ctx.follow(*to->first)) // the operand is written (or a kernel before failed)
+      return err;
     PendingSends &sends = PendingSends::process();
     auto copy = sends.allocate(ctx.device, v.bytes());
     if (!copy)
@@ -78,6 +80,8 @@ public:
       return from.takeError();
     comm_ = from->first;
     rank_ = from->second;
+    if (auto err = ctx.follow(*comm_)) // the buffer it receives into is no longer read
+      return err;
     TensorView &out = ctx.outputs[0];
     auto handle = comm_->startRecv(out.data, static_cast<size_t>(out.numel()), out.dtype, rank_, peer_.tag);
     if (!handle)

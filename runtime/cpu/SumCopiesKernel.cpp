@@ -27,13 +27,15 @@ public:
     TensorView &out = ctx.outputs[0];
     if (in.dtype != DType::F32)
       return kernelError(node_, "sums float32 gradients, got " + dtypeName(in.dtype));
+    Communicator *axis = ctx.env ? ctx.env->group(axis_) : nullptr;
+    if (!axis)
+      return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
+    if (auto err = ctx.follow(*axis)) // the gradient is written
+      return err;
     const float *x = static_cast<const float *>(in.data);
     float *y = static_cast<float *>(out.data);
     if (y != x)
       std::memcpy(y, x, in.bytes());
-    Communicator *axis = ctx.env ? ctx.env->group(axis_) : nullptr;
-    if (!axis)
-      return kernelError(node_, "no communicator for mesh axis '" + axis_ + "'");
     if (axis->size() % copies_ != 0)
       return kernelError(node_, "group '" + axis_ + "' of " + llvm::Twine(axis->size()) +
                                     " ranks does not hold runs of " + llvm::Twine(copies_) + " copies");

@@ -24,7 +24,7 @@ public:
       cudaEventDestroy(event_);
   }
   void record(Stream &stream) override;
-  void synchronize() override { device_.check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+  void synchronize() const override { device_.check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
   bool query() const override { return device_.finished(cudaEventQuery(event_), "cudaEventQuery"); }
   cudaEvent_t handle() const { return event_; }
 
@@ -226,6 +226,10 @@ std::unique_ptr<Stream> CudaDevice::createStream() {
 
 std::unique_ptr<Event> CudaDevice::createEvent() { return std::make_unique<CudaEvent>(*this); }
 
+void CudaDevice::communicationWaits(const Event &event) {
+  check(cudaStreamWaitEvent(communication_, static_cast<const CudaEvent &>(event).handle(), 0), "cudaStreamWaitEvent");
+}
+
 void CudaDevice::synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 llvm::Error CudaDevice::launch(std::function<llvm::Error()> work) {
@@ -239,6 +243,10 @@ llvm::Error CudaDevice::launch(std::function<llvm::Error()> work) {
 
 llvm::Error CudaDevice::finishWork() {
   check(cudaStreamSynchronize(compute_), "a kernel on the compute stream");
+  return takeError();
+}
+
+llvm::Error CudaDevice::takeError() {
   std::lock_guard<std::mutex> lock(errorMutex_);
   if (firstError_.empty())
     return llvm::Error::success();

@@ -52,12 +52,16 @@ public:
   void synchronize() override;
   llvm::Error launch(std::function<llvm::Error()> work) override;
   llvm::Error finishWork() override;
+  llvm::Error takeError() override;
   bool queuesWork() const override { return true; }
 
   /// The stream kernels enqueue on (cudaStream_t).
   cudaStream_t computeStream() const { return compute_; }
   cudaStream_t communicationStream() const { return communication_; }
   cudaStream_t copyStream() const { return copy_; }
+  /// Work enqueued on the communication stream after this waits for `event`
+  /// (one of this device's): NCCL's operations follow the compute stream.
+  void communicationWaits(const Event &event);
   int ordinal() const { return ordinal_; }
   /// The device's cuBLASLt handle, made on first use (it needs the GPU).
   llvm::Expected<cublasLtHandle_t> blasLt();

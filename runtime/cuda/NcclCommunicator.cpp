@@ -356,6 +356,8 @@ llvm::Expected<bool> NcclCommunicator::test(int handle) {
   return true;
 }
 
+void NcclCommunicator::follow(const Event &ready) { state_->device.communicationWaits(ready); }
+
 // The blocking forms: enqueued, and followed by the compute stream.
 static llvm::Error followed(NcclCommunicator &c, llvm::Expected<int> h) {
   if (!h)

@@ -54,6 +54,8 @@ public:
   llvm::Error send(const void *buf, size_t count, DType dtype, int peer, int tag) override;
   llvm::Error recv(void *buf, size_t count, DType dtype, int peer, int tag) override;
   llvm::Error barrier() override;
+  /// The communication stream waits for `ready`; the host goes on.
+  void follow(const Event &ready) override;
   using Communicator::startAllReduce;
   llvm::Expected<int> startAllReduce(void *buf, size_t count, DType dtype, ReduceOp op) override;
   llvm::Expected<int> startAllGather(const void *send, void *recv, size_t count, DType dtype) override;

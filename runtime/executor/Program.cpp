@@ -561,9 +561,13 @@ llvm::Expected<std::vector<TensorView>> Program::run(const llvm::StringMap<Tenso
     auto start = profiling_ || observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (step.kernel->communicates() || step.kernel->isAsync() || !device_.queuesWork()) {
       // On the host thread: at once on a device that queues nothing (no closure to
-      // make per kernel), else after the device's queued work (what it sends is written).
-      if (auto err = device_.finishWork())
-        return abandon(std::move(err));
+      // make per kernel), else following the compute stream's event (what it sends is written).
+      if (device_.queuesWork()) {
+        if (!ready_)
+          ready_ = device_.createEvent();
+        ready_->record(device_.defaultStream());
+        ctx.ready = ready_.get();
+      }
       if (auto err = step.kernel->run(ctx))
         return abandon(std::move(err));
     } else if (auto err = device_.launch([kernel = step.kernel.get(), &device = device_, ins, outs, env = env_,

@@ -183,6 +183,9 @@ private:
   const Step *producerOf(llvm::StringRef output) const; // the step computing a graph output
 
   Device &device_;
+  /// On a device that queues its work: recorded on its compute stream before
+  /// each communicating kernel, which follows it (KernelContext::ready).
+  std::unique_ptr<Event> ready_;
   const RuntimeEnv *env_ = nullptr;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;

@@ -35,6 +35,16 @@ struct KernelContext {
   /// The kernel's scratch (its scratch().bytes of device memory, aligned),
   /// valid while run() works and, for an async kernel, until its finish().
   void *scratch = nullptr;
+  /// For a kernel that communicates(), on a device that queues its work: an
+  /// event recorded on the compute stream after every kernel launched before
+  /// it. The kernel touches its buffers only after follow() (Device.h's
+  /// stream rules). Null where the device's work is done when launched.
+  const Event *ready = nullptr;
+  /// Orders what the kernel does next after `ready` through `comm` (the MPI
+  /// backend waits on the host, NCCL's stream waits on the device), then
+  /// returns the error of a kernel launched before, if one failed: its
+  /// results must not be communicated.
+  llvm::Error follow(class Communicator &comm) const;
 };
 
 /// Memory a kernel needs only while it works (a collective's packing buffer,
@@ -58,11 +68,11 @@ public:
   /// it before the first reader of an output runs, at the latest when the
   /// program ends), and progress() lets it advance in between.
   virtual bool isAsync() const { return false; }
-  /// Whether run() (or finish()) calls a communicator (MPI). Such a kernel
-  /// runs on the host thread once the work the device queued before it is
-  /// done (the communication follows the compute stream's event, as NCCL's
-  /// stream waits on the compute stream's); every other kernel is launched
-  /// on the device's stream (Device::launch).
+  /// Whether run() (or finish()) calls a communicator. Such a kernel runs
+  /// on the host thread and follows KernelContext::ready before it touches
+  /// a buffer (the communication follows the compute stream's event, as
+  /// NCCL's stream waits on the compute stream's); every other kernel is
+  /// launched on the device's stream (Device::launch).
   virtual bool communicates() const { return false; }
   virtual llvm::Error finish(KernelContext &) { return llvm::Error::success(); }
   virtual void progress() {}

@@ -8,7 +8,10 @@
 #include "runtime/core/DeviceRegistry.h"
 #include "runtime/core/DeviceTensor.h"
 #include "runtime/executor/Program.h"
+#include <condition_variable>
 #include <gtest/gtest.h>
+#include <mutex>
+#include <thread>
 
 using namespace partita;
 using namespace partita::rt;
@@ -103,4 +106,64 @@ TEST(DeviceFill, SetsExactlyTheBytesAskedForOnEveryDevice) {
       ASSERT_EQ(host[i], i >= from && i < from + count ? 0xAB : 0x11) << device->name() << " byte " << i;
     device->deallocate(at);
   }
+}
+
+// The strict device's streams and events (Device.h's contract): an event is a
+// position in a stream's queue. A kernel held back by a latch stands for
+// long-running work: until it is released, an event recorded after it is
+// pending and a stream waiting for that event is not drained; releasing it
+// completes both. An event never recorded is complete.
+TEST(StrictDevice, EventsAndStreamWaitsFollowTheQueue) {
+  auto device = strictDevice();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  auto before = device->createEvent();
+  EXPECT_TRUE(before->query()); // never recorded
+  before->record(device->defaultStream());
+  ASSERT_FALSE(device->launch([&]() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return released; });
+    return llvm::Error::success();
+  }));
+  auto after = device->createEvent();
+  after->record(device->defaultStream());
+  auto other = device->createStream();
+  other->wait(*after);
+  EXPECT_TRUE(before->query()); // recorded before the held kernel
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(after->query());
+  EXPECT_FALSE(device->defaultStream().query());
+  EXPECT_FALSE(other->query()); // waits behind the held kernel
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+  after->synchronize();
+  EXPECT_TRUE(after->query());
+  other->synchronize();
+  EXPECT_TRUE(other->query());
+  EXPECT_FALSE(device->finishWork());
+}
+
+// A communicating kernel's ready event: a kernel launched before it must
+// have written what it reads. Here a held kernel fills a buffer; the event
+// recorded after it completes only once the bytes are there, and waiting for
+// it (what Communicator::follow does on MPI) sees them.
+TEST(StrictDevice, WaitingForAnEventSeesTheKernelsBeforeIt) {
+  auto device = strictDevice();
+  void *buffer = device->allocate(sizeof(float));
+  ASSERT_TRUE(buffer);
+  float *bytes = static_cast<float *>(device->kernelAddress(buffer));
+  ASSERT_FALSE(device->launch([bytes]() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    *bytes = 42.0f;
+    return llvm::Error::success();
+  }));
+  auto ready = device->createEvent();
+  ready->record(device->defaultStream());
+  ready->synchronize();
+  EXPECT_EQ(*bytes, 42.0f); // through the kernels' alias, as a device-aware collective reads it
+  device->deallocate(buffer);
 }
