@@ -116,18 +116,20 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
                   "' with another stage, but does not update it");
     shared_.push_back(static_cast<size_t>(it - paramNames_.begin()));
   }
-  auto adam = AdamWState::create(session_.device(), *p_.step, paramNames_, params_, plan_.optimizer);
+  // The moments are the state's (it allocates and owns them); the weights
+  // and masters are the programs' static buffers, registered with it.
+  auto adam = AdamWState::create(session_.device(), *p_.step, paramNames_, params_, plan_.optimizer,
+                                 [&](size_t i, bool second, const TensorType &type) {
+                                   return state.allocate(paramIndex_[i], second ? StateKind::Moment2 : StateKind::Moment1,
+                                                         type);
+                                 });
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
   for (size_t i = 0; i < params_.size(); ++i) {
-    bool master = written_[i] != params_[i];
-    for (auto [kind, view] : {std::pair<StateKind, TensorView>{StateKind::Weight, *written_[i]},
-                              {StateKind::Moment1, adam_->moment1(i)},
-                              {StateKind::Moment2, adam_->moment2(i)}})
-      if (auto err = state.add(paramIndex_[i], kind, view))
-        return err;
-    if (master)
+    if (auto err = state.add(paramIndex_[i], StateKind::Weight, *written_[i]))
+      return err;
+    if (written_[i] != params_[i]) // a master copy: the parameter is its rounding
       if (auto err = state.add(paramIndex_[i], StateKind::HalfWeight, *params_[i]))
         return err;
   }

@@ -39,4 +39,16 @@ llvm::Error TrainState::add(size_t param, StateKind kind, const TensorView &view
   return llvm::Error::success();
 }
 
+llvm::Expected<TensorView> TrainState::allocate(size_t param, StateKind kind, const TensorType &type) {
+  auto made = DeviceTensor::zeros(*device_, type.dtype, type.shape, MemoryCategory::OptimizerStates,
+                                  std::string(stateKindName(kind)) + " of " + plan_->params[param]);
+  if (!made)
+    return made.takeError();
+  TensorView view = made->view();
+  owned_.push_back(std::move(*made));
+  if (auto err = add(param, kind, view))
+    return std::move(err);
+  return view;
+}
+
 } // namespace partita::rt

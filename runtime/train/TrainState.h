@@ -6,17 +6,20 @@
 // next step reads that an earlier step wrote: per parameter of each model
 // chunk its weight (the fp32 master copy under mixed precision), its two
 // AdamW moments and, under mixed precision, its half copy (the master's
-// rounding). The buffers stay where the programs compute on them (the
-// forward's weights, the step's masters, AdamWState's moments); each is
-// registered here with where it lies in its whole tensor (StatePlacement.h),
-// so a checkpoint can write the state out and read it back whole, under this
-// layout or any other (runtime/checkpoint/). The learning-rate schedule's
+// rounding). The moments are device memory this object allocates and owns
+// (the step program updates them in place); the weights and master copies
+// are the programs' own static buffers (the forward's weights, the step's
+// masters: the programs are loaded with them and compute on them in place),
+// registered here. Each tensor is registered with where it lies in its whole
+// tensor (StatePlacement.h), so a checkpoint can write the state out and read
+// it back whole, under this layout or any other (runtime/checkpoint/). The learning-rate schedule's
 // position is the number of updates; the sampler's, the sequences drawn.
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "compiler/plan/Plan.h"
 #include "runtime/checkpoint/StateBox.h"
 #include "runtime/core/Device.h"
+#include "runtime/core/DeviceTensor.h"
 #include "runtime/core/TensorView.h"
 #include "runtime/train/LossScaler.h"
 #include <map>
@@ -62,6 +65,10 @@ public:
   /// Registers this rank's `kind` of parameter plan.params[param], held in
   /// `view` (its shard, or its ZeRO part).
   llvm::Error add(size_t param, StateKind kind, const TensorView &view);
+  /// Allocates this rank's `kind` of parameter plan.params[param] as zeros
+  /// of `type` in device memory it owns (charged as optimizer states),
+  /// registers it, and returns its view.
+  llvm::Expected<TensorView> allocate(size_t param, StateKind kind, const TensorType &type);
   const std::vector<StateTensor> &tensors() const { return tensors_; }
   const Plan &plan() const { return *plan_; }
   Device &device() const { return *device_; }
@@ -71,6 +78,7 @@ private:
   std::map<std::string, int64_t> coords_;
   Device *device_;
   std::vector<StateTensor> tensors_;
+  std::vector<DeviceTensor> owned_; // what allocate() made
 };
 
 } // namespace partita::rt

@@ -3,6 +3,7 @@
 #include "runtime/train/AdamWState.h"
 #include "OptimizerPrograms.h"
 #include "runtime/core/Device.h"
+#include "runtime/core/DeviceTensor.h"
 #include <gtest/gtest.h>
 #include <cmath>
 
@@ -27,7 +28,15 @@ TEST(AdamWState, TwoStepsMatchTheClosedForm) {
   ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
   std::vector<float> p = {1.0f, -2.0f, 0.5f};
   TensorView pv{DType::F32, {3}, p.data()};
-  auto adam = AdamWState::create((*step)->device(), **step, {"w"}, {&pv}, o);
+  std::vector<DeviceTensor> moments;
+  auto adam = AdamWState::create((*step)->device(), **step, {"w"}, {&pv}, o,
+                                 [&](size_t, bool, const TensorType &t) -> llvm::Expected<TensorView> {
+                                   auto m = DeviceTensor::zeros(device, t.dtype, t.shape, MemoryCategory::OptimizerStates, "m");
+                                   if (!m)
+                                     return m.takeError();
+                                   moments.push_back(std::move(*m));
+                                   return moments.back().view();
+                                 });
   ASSERT_TRUE(static_cast<bool>(adam)) << llvm::toString(adam.takeError());
 
   std::vector<double> ref(p.begin(), p.end()), m(3, 0), v(3, 0);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "StateBoxReference.h"
 #include "driver/Compile.h"
+#include "runtime/core/DeviceRegistry.h"
 #include "runtime/train/TrainState.h"
 #include "llvm/Support/FileSystem.h"
 #include <gtest/gtest.h>
@@ -90,4 +91,38 @@ TEST(StatePlacement, EveryElementIsSavedOnce) {
   expectTiled(compiled("gpt_separate_untied_op17_static", 2, 1, 2, 1, "fp32"), "tp2 dp2 zero1");
   expectTiled(compiled("gpt_separate_untied_op17_static", 2, 1, 2, 3, "bf16"), "tp2 dp2 zero3 bf16");
   expectTiled(compiled("gpt_fused_tied_op17_static", 2, 2, 2, 2, "fp32"), "fused tied tp2 pp2 dp2 zero2");
+}
+
+// The TrainState owns the moments it allocates: zeros in the device's memory
+// (cpu-strict: apart from the host's, read back by a copy), charged to its
+// ledger as optimizer states while the state lives and released with it, and
+// registered as the moment of that parameter at the same place a registered
+// buffer of that size would be.
+TEST(StatePlacement, TheStateOwnsTheMomentsItAllocates) {
+  Plan plan = compiled("gpt_separate_untied_op17_static", 2, 1, 1, 0, "fp32");
+  auto device = std::move(*DeviceRegistry::get().create("cpu-strict"));
+  const TensorType &shard = plan.paramTypes[0];
+  const size_t bytes = static_cast<size_t>(shard.numel()) * sizeof(float);
+  size_t before = device->ledger().current()[static_cast<size_t>(MemoryCategory::OptimizerStates)];
+  {
+    TrainState state(plan, plan.ranks[1].coords, *device);
+    auto m = state.allocate(0, StateKind::Moment2, TensorType{DType::F32, shard.shape});
+    ASSERT_TRUE(static_cast<bool>(m)) << llvm::toString(m.takeError());
+    EXPECT_EQ(device->ledger().current()[static_cast<size_t>(MemoryCategory::OptimizerStates)] - before, bytes);
+    std::vector<float> host(static_cast<size_t>(shard.numel()), 1.0f);
+    device->copyToHost(host.data(), m->data, bytes);
+    EXPECT_EQ(host, std::vector<float>(host.size(), 0.0f));
+    TrainState registered(plan, plan.ranks[1].coords, *device);
+    ASSERT_FALSE(static_cast<bool>(registered.add(0, StateKind::Moment2, *m)));
+    ASSERT_EQ(state.tensors().size(), 1u);
+    const StateTensor &owned = state.tensors()[0], &added = registered.tensors()[0];
+    EXPECT_EQ(owned.kind, StateKind::Moment2);
+    EXPECT_EQ(owned.name, plan.params[0]);
+    EXPECT_EQ(owned.view.data, m->data);
+    EXPECT_EQ(owned.whole, added.whole);
+    EXPECT_EQ(owned.box.start, added.box.start);
+    EXPECT_EQ(owned.box.extent, added.box.extent);
+    EXPECT_EQ(owned.writer, added.writer);
+  }
+  EXPECT_EQ(device->ledger().current()[static_cast<size_t>(MemoryCategory::OptimizerStates)], before);
 }
