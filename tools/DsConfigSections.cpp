@@ -173,6 +173,16 @@ void mapZero(const Section &top, const DsContext &ctx) {
     // Partita overlaps the gradient all-reduces with the backward by default.
     if (overlap && !*overlap)
       r.set("no-overlap", "true", z.path("overlap_comm"));
+    // Where the optimizer step runs is the launch's choice, not the programs'.
+    Section offload = z.object("offload_optimizer");
+    if (offload.present()) {
+      std::optional<std::string> device = offload.choice("device", {"cpu", "none", "nvme"}, /*anyCase=*/false);
+      if (device == "nvme")
+        r.fail(offload.path("device") + ": \"nvme\" is not implemented (Partita offloads the optimizer to \"cpu\")");
+      else if (device == "cpu")
+        r.set("offload-optimizer", "true", offload.path("device"));
+      offload.notImplementedExcept({"device", "pin_memory"}); // pinned or not, the host's memory is read alike here
+    }
     return;
   }
   if (stage)
@@ -197,6 +207,7 @@ void mapZero(const Section &top, const DsContext &ctx) {
       r.set("zero3-persistence-threshold", std::to_string(*persist), z.path("stage3_param_persistence_threshold"));
   }
   z.notImplementedExcept({"stage", "reduce_bucket_size", "allgather_bucket_size", "overlap_comm",
+                          "offload_optimizer", // launch reads it
                           "stage3_prefetch_bucket_size",
                           "stage3_param_persistence_threshold"});
 }

@@ -177,6 +177,12 @@ static Flag<bool> noOverlap("no-overlap",
                             cl::desc("Finish each gradient bucket's all-reduce where it starts instead of "
                                      "overlapping it with the rest of the backward pass (for measuring the overlap)"),
                             cl::location(opts.train.noOverlap), BOTH);
+static Flag<bool> offloadOptimizer(
+    "offload-optimizer",
+    cl::desc("Run the optimizer step on the host CPU (DeepSpeed's offload_optimizer {device: cpu}): the fp32 "
+             "masters, AdamW's moments and the update in host memory; gradients copied down and parameters up "
+             "each step. Same results as without it"),
+    cl::location(opts.train.offloadOptimizer), BOTH);
 static Flag<double> collectiveTimeout("collective-timeout",
                                       cl::desc("Seconds a collective or receive may wait; then the rank names the "
                                                "ranks that have not arrived and the launch stops (0: no limit)"),
@@ -315,7 +321,7 @@ static llvm::Error checkFlags(bool trainPlan, llvm::StringRef precision) {
       return fail("--steps needs a plan compiled with --train");
     // Refused, not silently ignored: an inference launch reads none of these.
     for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
-             &trace, &pipelineSchedule, &memory, &profile, &profileByNode, &noOverlap, &lr, &seed, &schedule,
+             &trace, &pipelineSchedule, &memory, &profile, &profileByNode, &noOverlap, &offloadOptimizer, &lr, &seed, &schedule,
              &warmup, &minLrRatio, &clipNorm, &skipNonfinite, &saveDir, &saveInterval, &keep, &resumeFrom, &blockingSave})
       if (flag->getNumOccurrences())
         return fail("--" + flag->ArgStr + " applies to training (a plan compiled with --train)");
@@ -865,7 +871,7 @@ static llvm::Error runSession(int rank, const Plan &plan, const std::string &wri
       [&](int color, int key, llvm::StringRef axis) {
         return llvm::Expected<std::unique_ptr<rt::Communicator>>(world->split(color, key, axis));
       },
-      opts.device);
+      opts.device, opts.train.steps > 0 && opts.train.offloadOptimizer);
   if (!session)
     return session.takeError();
   if (opts.train.steps > 0)

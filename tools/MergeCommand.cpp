@@ -125,8 +125,8 @@ static llvm::Expected<Tensor> fromCheckpoint(const rt::SavedCheckpoint &saved, c
   rt::StateBox box = rt::StateBox::whole({}, Shape(whole.size(), 0), whole);
   rt::placeInInitializer(target, name, whole, box);
   auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numElements(target.shape)) * sizeof(float));
-  rt::StateTensor t{name, rt::StateKind::Weight, rt::TensorView{DType::F32, target.shape, bytes->data()}, whole, box, false};
   rt::CpuDevice host; // the tensor is host memory
+  rt::StateTensor t{name, rt::StateKind::Weight, rt::TensorView{DType::F32, target.shape, bytes->data()}, &host, whole, box, false};
   if (auto err = saved.load(t, host))
     return std::move(err);
   return Tensor(DType::F32, target.shape, std::move(bytes));

@@ -327,7 +327,7 @@ llvm::Error loadCheckpoint(TrainState &state, llvm::StringRef folder, const Chec
   if (state.scaler && c->lossScaler())
     state.scaler->restore(*c->lossScaler());
   for (const StateTensor &t : state.tensors())
-    if (auto err = c->load(t, state.device()))
+    if (auto err = c->load(t, *t.device))
       return err;
   return llvm::Error::success();
 }

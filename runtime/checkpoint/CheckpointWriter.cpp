@@ -240,7 +240,7 @@ llvm::Error CheckpointWriter::begin(const TrainState &state, const CheckpointRun
   size_t k = 0;
   for (const StateTensor &t : state.tensors())
     if (t.writer && t.box.numel() > 0) {
-      state.device().copyToHost(snap_.data.data() + snap_.pieces[k].offset, t.view.data, snap_.pieces[k].bytes);
+      t.device->copyToHost(snap_.data.data() + snap_.pieces[k].offset, t.view.data, snap_.pieces[k].bytes);
       ++k;
     }
   snap_.progress = state.progress;

@@ -16,7 +16,8 @@ Session::~Session() {
 }
 
 llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm::StringRef planDir, int rank,
-                                                         GroupSplitter split, llvm::StringRef device) {
+                                                         GroupSplitter split, llvm::StringRef device,
+                                                         bool offloadOptimizer) {
   std::unique_ptr<Session> s(new Session(plan, rank));
   // The device first: a name this build lacks fails on every rank alike,
   // before any collective.
@@ -24,6 +25,12 @@ llvm::Expected<std::unique_ptr<Session>> Session::create(const Plan &plan, llvm:
   if (!made)
     return made.takeError();
   s->device_ = std::move(*made);
+  if (offloadOptimizer) {
+    if (plan.params.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--offload-optimizer needs a plan compiled with --train");
+    s->host_ = std::make_unique<CpuDevice>();
+  }
   for (const auto &[axis, members] : plan.groups) {
     int color = 0;
     for (size_t i = 0; i < members.size(); ++i)
@@ -64,7 +71,8 @@ llvm::Error Session::loadProgram(llvm::StringRef name, llvm::StringRef path, llv
   if (!graph)
     return graph.takeError();
   markUpdatedWeights(**graph, *plan_);
-  auto program = Program::load(**graph, *device_, &env_);
+  bool step = name.split('.').first == optimizer_io::kStep; // a model chunk's too (step.1)
+  auto program = Program::load(**graph, step ? optimizerDevice() : *device_, &env_);
   if (!program)
     return program.takeError();
   if (name.split('.').first == optimizer_io::kBackward) // a model chunk's too (backward.1): its outputs are the gradients (the forward's: the loss and saved activations)

@@ -33,8 +33,12 @@ public:
   /// Every rank of the job calls it (the splits are collective). `plan`
   /// must outlive the session; `planDir` is the folder of plan.json;
   /// `device` names the device the programs run on (DeviceRegistry.h).
+  /// `offloadOptimizer` (DeepSpeed's offload_optimizer to the CPU): the step
+  /// programs run on a host CPU device of their own instead, their masters
+  /// and the moments in host memory (StageRun.h says how the rest moves).
   static llvm::Expected<std::unique_ptr<Session>> create(const Plan &plan, llvm::StringRef planDir, int rank,
-                                                         GroupSplitter split, llvm::StringRef device = "cpu");
+                                                         GroupSplitter split, llvm::StringRef device = "cpu",
+                                                         bool offloadOptimizer = false);
   ~Session();
 
   int rank() const { return rank_; }
@@ -47,6 +51,10 @@ public:
   Communicator *group(llvm::StringRef axis) const { return env_.group(axis); }
   const RuntimeEnv &env() const { return env_; }
   Device &device() { return *device_; }
+  /// Where the step programs run: the host's CPU device under optimizer
+  /// offload, else device().
+  Device &optimizerDevice() { return host_ ? *host_ : *device_; }
+  bool offloadsOptimizer() const { return host_ != nullptr; }
   /// The program `name` of this rank (nullptr: the plan gives it none).
   Program *program(llvm::StringRef name) const;
 
@@ -57,6 +65,7 @@ private:
   const Plan *plan_;
   int rank_;
   std::unique_ptr<Device> device_;
+  std::unique_ptr<Device> host_; // the step programs' under optimizer offload
   std::vector<std::unique_ptr<Communicator>> groups_;
   RuntimeEnv env_;
   struct Loaded {

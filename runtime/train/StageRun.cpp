@@ -75,10 +75,22 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
     if (!p)
       return fail("the forward program has no weight '" + name + "'");
     params_.push_back(p);
+  }
+  // The parameters the step reads and writes: the forward's, or under
+  // optimizer offload host copies of them (OptimizerOffload.h).
+  std::vector<const TensorView *> stepParams = params_;
+  if (session_.offloadsOptimizer()) {
+    auto offload = OptimizerOffload::create(session_.device(), session_.optimizerDevice(), params_, paramNames_);
+    if (!offload)
+      return offload.takeError();
+    offload_.emplace(std::move(*offload));
+    stepParams = offload_->parameters();
+  }
+  for (size_t i = 0; i < paramNames_.size(); ++i) {
     // Mixed precision: the step's float32 master copy is what training wrote.
-    const TensorView *master = p_.step->staticTensor(optimizer_io::master(name));
-    written_.push_back(master ? master : p);
-    p_.step->setWeightCategory(optimizer_io::master(name), MemoryCategory::OptimizerStates);
+    const TensorView *master = p_.step->staticTensor(optimizer_io::master(paramNames_[i]));
+    written_.push_back(master ? master : stepParams[i]);
+    p_.step->setWeightCategory(optimizer_io::master(paramNames_[i]), MemoryCategory::OptimizerStates);
   }
   for (const auto &c : feeds.constants) {
     // The loss scale changes between steps (setLossScale): a device copy of its own.
@@ -116,21 +128,23 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
                   "' with another stage, but does not update it");
     shared_.push_back(static_cast<size_t>(it - paramNames_.begin()));
   }
-  // The moments are the state's (it allocates and owns them); the weights
-  // and masters are the programs' static buffers, registered with it.
-  auto adam = AdamWState::create(session_.device(), *p_.step, paramNames_, params_, plan_.optimizer,
+  // The moments are the state's (it allocates and owns them, where the step
+  // runs); the weights and masters are the programs' static buffers (or the
+  // offload's host copies), registered with it.
+  Device &opt = session_.optimizerDevice();
+  auto adam = AdamWState::create(opt, *p_.step, paramNames_, stepParams, plan_.optimizer,
                                  [&](size_t i, bool second, const TensorType &type) {
                                    return state.allocate(paramIndex_[i], second ? StateKind::Moment2 : StateKind::Moment1,
-                                                         type);
+                                                         type, &opt);
                                  });
   if (!adam)
     return adam.takeError();
   adam_.emplace(std::move(*adam));
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (auto err = state.add(paramIndex_[i], StateKind::Weight, *written_[i]))
+    if (auto err = state.add(paramIndex_[i], StateKind::Weight, *written_[i], &opt))
       return err;
-    if (written_[i] != params_[i]) // a master copy: the parameter is its rounding
-      if (auto err = state.add(paramIndex_[i], StateKind::HalfWeight, *params_[i]))
+    if (written_[i] != params_[i]) // a master or host copy: the forward's weight is a copy of it
+      if (auto err = state.add(paramIndex_[i], StateKind::HalfWeight, *params_[i], &session_.device()))
         return err;
   }
   auto grads =
@@ -314,8 +328,16 @@ llvm::Error StageRun::step(int step, float lr, float gradScale, bool skip) {
     std::vector<TensorView> grads;
     for (size_t i = 0; i < params_.size(); ++i)
       grads.push_back(gradient(i));
+    if (offload_) {
+      auto down = offload_->gradientsDown(grads);
+      if (!down)
+        return down.takeError();
+      grads = std::move(*down);
+    }
     if (auto err = adam_->apply(step, lr, gradScale, grads))
       return err;
+    if (offload_)
+      offload_->parametersUp();
     p_.forward->weightsChanged();
   }
   return llvm::Error::success();
@@ -336,7 +358,7 @@ llvm::Error StageRun::addSharedGradients() {
 }
 
 llvm::Error StageRun::writeParameters(llvm::StringRef outDir) const {
-  return writeParameterShards(session_.device(), outDir, session_.rank(), paramNames_, written_, paramTypes_, paramPartitioned_,
+  return writeParameterShards(session_.optimizerDevice(), outDir, session_.rank(), paramNames_, written_, paramTypes_, paramPartitioned_,
                               session_.axisSize(mesh_axis::kData) > 1 ? session_.group(mesh_axis::kData) : nullptr);
 }
 

@@ -23,6 +23,7 @@
 #include "runtime/train/StepProfile.h"
 #include "runtime/train/TraceLog.h"
 #include "runtime/train/TrainOptions.h"
+#include "runtime/train/OptimizerOffload.h"
 #include "runtime/train/TrainState.h"
 #include "llvm/ADT/StringMap.h"
 #include <map>
@@ -109,13 +110,14 @@ private:
   std::vector<TensorType> paramTypes_;
   std::vector<bool> paramPartitioned_;
   std::vector<const TensorView *> params_;
-  std::vector<const TensorView *> written_; // what writeParameters writes: params_, or their master copies
+  std::vector<const TensorView *> written_; // what writeParameters writes: params_, their master or host copies
   std::vector<int64_t> gradNumel_; // as the step reads each gradient
   /// The summed gradient of parameter i, as the step reads it.
   TensorView gradient(size_t i) const { return grads_->gradient(i); }
   std::vector<size_t> shared_; // the parameters whose gradients another stage's are added to
   std::unique_ptr<GradientAccumulator> grads_;
   std::optional<AdamWState> adam_;
+  std::optional<OptimizerOffload> offload_; // under --offload-optimizer
   /// Where each backward input comes from: a forward output (a saved
   /// activation, by index), a forward weight, or a feed of the micro-batch.
   struct BackwardInput {

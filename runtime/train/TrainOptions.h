@@ -22,6 +22,7 @@ struct TrainOptions {
   LossScaleOptions lossScale;      // an fp16 plan's (compile --precision fp16)
   bool skipNonfinite = false, progressBar = false, profile = false, profileByNode = false, noOverlap = false;
   bool memory = false; // each rank prints its MemoryLedger after training
+  bool offloadOptimizer = false; // the step on the host (Session::optimizerDevice, OptimizerOffload.h)
   std::string schedule = "1f1b"; // a pipeline plan's: gpipe, 1f1b or interleaved (checkPipelineSchedule)
   std::string trace;             // a Chrome trace of every rank's steps (TraceLog.h); empty: none
   // Checkpoints (runtime/checkpoint/Checkpoint.h).

@@ -18,7 +18,7 @@ const char *stateKindName(StateKind kind) {
   return "?";
 }
 
-llvm::Error TrainState::add(size_t param, StateKind kind, const TensorView &view) {
+llvm::Error TrainState::add(size_t param, StateKind kind, const TensorView &view, Device *on) {
   auto placed = placeState(*plan_, param, coords_, view.numel());
   if (!placed)
     return placed.takeError();
@@ -34,19 +34,20 @@ llvm::Error TrainState::add(size_t param, StateKind kind, const TensorView &view
        !placeInInitializer(plan_->paramTargets[param].front(), name, whole, box)) &&
       copyOf) // in the parameter's own terms: the copy reads the weight it copies
     name = copyOf->value;
-  tensors_.push_back({std::move(name), kind, view, std::move(whole), std::move(box),
+  tensors_.push_back({std::move(name), kind, view, on ? on : device_, std::move(whole), std::move(box),
                       placed->writer && !copyOf && kind != StateKind::HalfWeight});
   return llvm::Error::success();
 }
 
-llvm::Expected<TensorView> TrainState::allocate(size_t param, StateKind kind, const TensorType &type) {
-  auto made = DeviceTensor::zeros(*device_, type.dtype, type.shape, MemoryCategory::OptimizerStates,
+llvm::Expected<TensorView> TrainState::allocate(size_t param, StateKind kind, const TensorType &type, Device *on) {
+  Device &device = on ? *on : *device_;
+  auto made = DeviceTensor::zeros(device, type.dtype, type.shape, MemoryCategory::OptimizerStates,
                                   std::string(stateKindName(kind)) + " of " + plan_->params[param]);
   if (!made)
     return made.takeError();
   TensorView view = made->view();
   owned_.push_back(std::move(*made));
-  if (auto err = add(param, kind, view))
+  if (auto err = add(param, kind, view, &device))
     return std::move(err);
   return view;
 }

@@ -31,7 +31,8 @@ enum class StateKind {
   Weight,     // the parameter in float32: the master copy, or the parameter itself
   Moment1,    // AdamW's m
   Moment2,    // AdamW's v
-  HalfWeight, // mixed precision's parameter: the Weight rounded (read back, never saved)
+  HalfWeight, // the parameter the forward reads when it is a copy of the Weight (read back, never
+              // saved): mixed precision's rounding, or the device's copy under optimizer offload
 };
 /// "weight", "adam_m", "adam_v", "half_weight": the names checkpoints use.
 const char *stateKindName(StateKind kind);
@@ -40,6 +41,7 @@ struct StateTensor {
   std::string name; // the parameter (a stage's copy of a shared weight: the weight it copies)
   StateKind kind;
   TensorView view;  // this rank's buffer
+  Device *device;   // whose memory `view` is (the state's device, or the host's under optimizer offload)
   Shape whole;      // the whole tensor's shape
   StateBox box;     // what `view` holds of it
   bool writer;      // this rank saves it: one of the ranks holding the same piece (StatePlacement.h)
@@ -63,12 +65,12 @@ public:
   std::optional<LossScaler> scaler; // fp16 plans
 
   /// Registers this rank's `kind` of parameter plan.params[param], held in
-  /// `view` (its shard, or its ZeRO part).
-  llvm::Error add(size_t param, StateKind kind, const TensorView &view);
+  /// `view` (its shard, or its ZeRO part), memory of `on` (null: device()).
+  llvm::Error add(size_t param, StateKind kind, const TensorView &view, Device *on = nullptr);
   /// Allocates this rank's `kind` of parameter plan.params[param] as zeros
-  /// of `type` in device memory it owns (charged as optimizer states),
-  /// registers it, and returns its view.
-  llvm::Expected<TensorView> allocate(size_t param, StateKind kind, const TensorType &type);
+  /// of `type` in memory of `on` (null: device()) that it owns (charged as
+  /// optimizer states), registers it, and returns its view.
+  llvm::Expected<TensorView> allocate(size_t param, StateKind kind, const TensorType &type, Device *on = nullptr);
   const std::vector<StateTensor> &tensors() const { return tensors_; }
   const Plan &plan() const { return *plan_; }
   Device &device() const { return *device_; }

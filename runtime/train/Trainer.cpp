@@ -161,15 +161,19 @@ llvm::Error TrainingRun::prepare(llvm::StringRef outDir) {
       return log.takeError();
     log_.emplace(std::move(*log));
   }
-  // The step's programs run one after another: one arena serves them all.
-  std::vector<Program *> others;
+  // The step's programs run one after another: one arena serves those on
+  // each device (the step's is the host's under optimizer offload).
+  std::vector<std::pair<Device *, std::vector<Program *>>> byDevice;
   for (const StageRun &c : chunks_)
-    for (const auto &[name, p] : c.programs())
-      others.push_back(p);
-  Program *first = others.front();
-  others.erase(others.begin());
-  if (auto err = first->shareArena(others))
-    return err;
+    for (const auto &[name, p] : c.programs()) {
+      auto it = std::find_if(byDevice.begin(), byDevice.end(), [&](const auto &d) { return d.first == &p->device(); });
+      if (it == byDevice.end())
+        it = byDevice.insert(byDevice.end(), {&p->device(), {}});
+      it->second.push_back(p);
+    }
+  for (auto &[device, programs] : byDevice)
+    if (auto err = programs.front()->shareArena(llvm::ArrayRef<Program *>(programs).drop_front()))
+      return err;
   for (StageRun &c : chunks_)
     if (auto err = c.prepare(feeds_, state_))
       return err;

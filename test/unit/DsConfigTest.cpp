@@ -217,7 +217,6 @@ TEST(DsConfig, EachCommandWarnsForItsOwnKeysOnce) {
   DsMapping c = resolved(json, compileCtx());
   std::vector<std::string> compileWarnings{
       "ds-config key 'zero_optimization.contiguous_gradients' is not implemented; ignored",
-      "ds-config key 'zero_optimization.offload_optimizer' is not implemented; ignored",
       "ds-config key 'zero_optimization.stage3_max_live_parameters' is not implemented; ignored",
       "ds-config key 'wall_clock_breakdown' is not implemented; ignored"};
   EXPECT_EQ(c.warnings, compileWarnings);
@@ -229,7 +228,26 @@ TEST(DsConfig, EachCommandWarnsForItsOwnKeysOnce) {
   auto f = flagsOf(l);
   EXPECT_EQ(f["no-overlap"], "true");
   EXPECT_EQ(f["clip-grad-norm"], "1");
+  EXPECT_EQ(f["offload-optimizer"], "true"); // the launch's: compile says nothing of it
   EXPECT_EQ(f.count("zero"), 0u);
+}
+
+// offload_optimizer: "cpu" is --offload-optimizer, "none" nothing, "nvme" an
+// error naming the key; its other keys but pin_memory are warned about.
+TEST(DsConfig, OffloadOptimizerToTheCpuIsALaunchFlag) {
+  EXPECT_EQ(flagsOf(resolved(R"({"zero_optimization": {"offload_optimizer": {"device": "none"}}})", launchCtx()))
+                .count("offload-optimizer"),
+            0u);
+  DsMapping m = resolved(
+      R"({"zero_optimization": {"offload_optimizer": {"device": "cpu", "pin_memory": true, "buffer_count": 4}}})",
+      launchCtx());
+  EXPECT_EQ(flagsOf(m)["offload-optimizer"], "true");
+  std::vector<std::string> warnings{
+      "ds-config key 'zero_optimization.offload_optimizer.buffer_count' is not implemented; ignored"};
+  EXPECT_EQ(m.warnings, warnings);
+  EXPECT_EQ(errorOf(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})", launchCtx()),
+            "ds.json: zero_optimization.offload_optimizer.device: \"nvme\" is not implemented (Partita offloads "
+            "the optimizer to \"cpu\")");
 }
 
 TEST(DsConfig, WarmupLRIsWarmupThenConstantAtWarmupMaxLr) {
