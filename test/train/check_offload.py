@@ -13,8 +13,6 @@ uninterrupted run.
 
 Usage: check_offload.py PARTITA SOURCE_DIR WORK_DIR
 """
-import csv
-import filecmp
 import os
 import re
 import shutil
@@ -22,6 +20,9 @@ import subprocess
 import sys
 
 import numpy as np
+
+import same_runs
+from same_runs import losses, same_parameters
 
 partita, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 GPT = os.path.join(source, "models", "fixtures", "gpt_fused_tied_op17_static.onnx")
@@ -51,25 +52,8 @@ def launch(plan, ranks, flags, out):
     return p.stdout
 
 
-def losses(out):
-    with open(os.path.join(out, "loss.csv")) as f:
-        return [row["loss"] for row in csv.DictReader(f)]
-
-
 def same_files(a, b, case):
-    """Every file but loss.csv (its timings) and checkpoint indexes equal byte for byte."""
-    names = sorted(os.path.relpath(os.path.join(d, f), a) for d, _, fs in os.walk(a) for f in fs)
-    other = sorted(os.path.relpath(os.path.join(d, f), b) for d, _, fs in os.walk(b) for f in fs)
-    if names != other:
-        sys.exit(f"{case}: without offload wrote {names}, with it {other}")
-    compared = 0
-    for n in names:
-        if n == "loss.csv":
-            continue
-        if not filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False):
-            sys.exit(f"{case}: {n} differs with --offload-optimizer")
-        compared += 1
-    return compared
+    return same_runs.same_files(a, b, case, "the run without offload", "the run with it")
 
 
 def optimizer_states(stdout):
@@ -104,11 +88,6 @@ for resume in ([], ["--offload-optimizer"]):
     launch(plan, 2, ["--steps", "4", "--resume", os.path.join(work, "ckpt"), *resume, *common], resumed)
     if losses(whole)[2:] != losses(resumed)[-2:]:
         sys.exit(f"resume {resume}: losses {losses(resumed)}, the uninterrupted run's {losses(whole)}")
-    for d, _, fs in os.walk(whole):
-        for f in fs:
-            if f.endswith(".npy"):
-                rel = os.path.relpath(os.path.join(d, f), whole)
-                if not filecmp.cmp(os.path.join(whole, rel), os.path.join(resumed, rel), shallow=False):
-                    sys.exit(f"resume {resume}: {rel} differs from the uninterrupted run's")
+    same_parameters(whole, resumed, f"resume {resume}")
     print(f"a checkpoint saved under offload, resumed {'with' if resume else 'without'} it: the uninterrupted run's bits")
 print("optimizer offload check: ok")

@@ -12,14 +12,15 @@ output the runs write. A difference names the case and the file.
 
 Usage: check_strict_device.py PARTITA SOURCE_DIR WORK_DIR
 """
-import csv
-import filecmp
 import os
 import shutil
 import subprocess
 import sys
 
 import numpy as np
+
+import same_runs
+from same_runs import losses, same_parameters
 
 partita, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 fixtures = os.path.join(source, "models", "fixtures")
@@ -59,25 +60,8 @@ def launch(plan, ranks, flags, device, out):
         sys.exit(f"{os.path.basename(out)} on {device} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
 
 
-def losses(out):
-    with open(os.path.join(out, "loss.csv")) as f:
-        return [row["loss"] for row in csv.DictReader(f)]
-
-
 def same_files(a, b, case):
-    """Every file but the timings' (loss.csv's other columns, traces) equal byte for byte."""
-    names = sorted(os.path.relpath(os.path.join(d, f), a) for d, _, fs in os.walk(a) for f in fs)
-    other = sorted(os.path.relpath(os.path.join(d, f), b) for d, _, fs in os.walk(b) for f in fs)
-    if names != other:
-        sys.exit(f"{case}: cpu wrote {names}, cpu-strict {other}")
-    compared = 0
-    for n in names:
-        if n == "loss.csv" or "checkpoint" in n and n.endswith(".json"):
-            continue
-        if not filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False):
-            sys.exit(f"{case}: {n} differs between cpu and cpu-strict")
-        compared += 1
-    return compared
+    return same_runs.same_files(a, b, case, "cpu", "cpu-strict")
 
 
 failed = False
@@ -108,12 +92,7 @@ resumed = os.path.join(work, "resumed.strict")
 launch(plan, 2, ["--steps", "4", "--resume", os.path.join(work, "ckpt"), *common], "cpu-strict", resumed)
 if losses(whole)[2:] != losses(resumed)[-2:]:
     sys.exit(f"resume on cpu-strict: losses {losses(resumed)}, the uninterrupted cpu run's {losses(whole)}")
-for d, _, fs in os.walk(whole):
-    for f in fs:
-        if f.endswith(".npy"):
-            rel = os.path.relpath(os.path.join(d, f), whole)
-            if not filecmp.cmp(os.path.join(whole, rel), os.path.join(resumed, rel), shallow=False):
-                sys.exit(f"resume on cpu-strict: {rel} differs from the uninterrupted cpu run's")
+same_parameters(whole, resumed, "resume on cpu-strict")
 print("resume on cpu-strict: the uninterrupted cpu run's losses and parameters")
 
 # Pipelined inference (sends and receives of activations, outputs gathered on the last stage).
