@@ -222,19 +222,23 @@ llvm::Expected<std::vector<RankMemory>> MemoryPredictor::predict() {
       auto one = sizeOf(r.program(name));
       if (!one)
         return one.takeError();
-      add(rt::MemoryCategory::Parameters, (*one)->weights - (*one)->masters);
-      add(rt::MemoryCategory::OptimizerStates, (*one)->masters);
-      if (base != optimizer_io::kStep)
-        add(base == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
-            (*one)->outputs);
-      for (size_t c = 0; c < rt::kMemoryCategories; ++c) {
-        add(static_cast<rt::MemoryCategory>(c), (*one)->kernels[c]);
-        z.scratch[c] = std::max(z.scratch[c], (*one)->scratch[c]); // the largest program's, as z.arena
+      // Under optimizer offload the step runs on the host: none of its memory is the device's.
+      bool onDevice = !(o_.offloadOptimizer && base == optimizer_io::kStep);
+      if (onDevice) {
+        add(rt::MemoryCategory::Parameters, (*one)->weights - (*one)->masters);
+        add(rt::MemoryCategory::OptimizerStates, (*one)->masters);
+        if (base != optimizer_io::kStep)
+          add(base == optimizer_io::kBackward ? rt::MemoryCategory::Gradients : rt::MemoryCategory::Activations,
+              (*one)->outputs);
+        for (size_t c = 0; c < rt::kMemoryCategories; ++c) {
+          add(static_cast<rt::MemoryCategory>(c), (*one)->kernels[c]);
+          z.scratch[c] = std::max(z.scratch[c], (*one)->scratch[c]); // the largest program's, as z.arena
+        }
+        z.arena = std::max(z.arena, (*one)->arena);
       }
       summedInside += (*one)->summedInside;
       z.deferredSums += (*one)->deferredSums;
       z.weights += (*one)->weights;
-      z.arena = std::max(z.arena, (*one)->arena);
       if (base != optimizer_io::kStep) // the step's outputs are bound to the parameters and moments (counted below)
         z.outputs += (*one)->outputs;
       z.params += (*one)->params;
@@ -255,7 +259,8 @@ llvm::Expected<std::vector<RankMemory>> MemoryPredictor::predict() {
     for (size_t c = 0; c < rt::kMemoryCategories; ++c)
       add(static_cast<rt::MemoryCategory>(c), z.scratch[c]);
     add(rt::MemoryCategory::Activations, inFlightBytes(r));
-    add(rt::MemoryCategory::OptimizerStates, z.moments);
+    if (!o_.offloadOptimizer)
+      add(rt::MemoryCategory::OptimizerStates, z.moments);
     if (o_.microBatches > 1) // the gradient sums over micro-batches the runtime keeps, and ZeRO-1's reduce-scatters
       add(rt::MemoryCategory::Gradients, z.gradSums - summedInside + z.deferredSums);
     // A shared weight's gradient from the other stage is received into

@@ -60,6 +60,9 @@ struct MemoryPredictionOptions {
   int microBatches = 1;    // launch --micro-batches
   std::string schedule = "1f1b";
   int onlyRank = -1;       // >= 0: that rank only
+  /// launch --offload-optimizer: the step programs, their masters and the
+  /// moments are host memory, not the device's (OptimizerOffload.h).
+  bool offloadOptimizer = false;
 };
 
 /// Bytes one rank sends per step for a collective node of a local program

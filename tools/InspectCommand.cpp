@@ -51,6 +51,10 @@ static cl::opt<std::string> inspectDevice("device",
                                           cl::desc("The device the prediction is for: its kernels' workspace "
                                                    "(default cpu)"),
                                           cl::value_desc("NAME"), cl::init(rt::kDefaultDevice), cl::sub(inspectCmd));
+static cl::opt<bool> inspectOffload("offload-optimizer",
+                                    cl::desc("Predict memory as launch --offload-optimizer runs: the optimizer step, "
+                                             "its fp32 masters and AdamW's moments in host memory, not the device's"),
+                                    cl::sub(inspectCmd));
 static cl::opt<bool> allInitializers("all-initializers",
                                      cl::desc("List every trainable initializer (by default: the frozen ones, and "
                                               "the trainable ones when there are at most 32)"),
@@ -156,6 +160,8 @@ int inspectMain() {
   auto device = rt::DeviceRegistry::get().find(inspectDevice);
   if (!device)
     return reportError(tool, device.takeError());
+  if (inspectOffload && plan->params.empty())
+    return reportError(tool, fail("--offload-optimizer needs a plan compiled with --train"));
   if (onlyRank.getNumOccurrences() && (onlyRank < 0 || onlyRank >= plan->worldSize()))
     return reportError(tool, fail("--rank " + llvm::Twine(onlyRank.getValue()) + ": the plan has ranks 0.." +
                                   llvm::Twine(plan->worldSize() - 1) + " (" + plan->mesh.str() + ")"));
@@ -227,6 +233,7 @@ int inspectMain() {
   mo.microBatches = microBatches;
   mo.schedule = inspectSchedule;
   mo.onlyRank = onlyRank;
+  mo.offloadOptimizer = inspectOffload;
   MemoryPredictor predictor(*plan, mo);
   auto predicted = predictor.predict();
   if (!predicted)

@@ -230,7 +230,7 @@ private:
   struct Allocations;
   std::unique_ptr<Allocations> allocations_;
   struct Streams;
-  std::unique_ptr<Streams> streams_; // every live stream, for synchronize()
+  std::shared_ptr<Streams> streams_; // every live stream, for synchronize()
   std::unique_ptr<Worker> worker_;   // the compute stream
 };
 

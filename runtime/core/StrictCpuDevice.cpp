@@ -52,19 +52,31 @@ namespace {
 }
 } // namespace
 
+namespace {
+thread_local bool onWorker = false; // this thread is a stream's
+} // namespace
+
 /// A stream: a thread running queued work in order. Its positions are
 /// tickets: the n-th item queued is ticket n, and an event recorded after it
-/// completes once `completed_` reaches n.
+/// completes once `completed_` reaches n. A stream outlives the events
+/// recorded on it and the waits for them (as the device outlives its
+/// streams); `forget` (a stream createStream made) unregisters it from the
+/// device once its work is done.
 class StrictCpuDevice::Worker final : public Stream {
 public:
-  Worker() : thread_([this] { loop(); }) {}
+  explicit Worker(std::function<void(Worker *)> forget = nullptr)
+      : forget_(std::move(forget)), thread_([this] { loop(); }) {}
   ~Worker() override {
+    drain();
+    if (forget_)
+      forget_(this);
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
     }
     wake_.notify_all();
     thread_.join();
+    llvm::consumeError(std::move(error_)); // a created stream's work reports no error to anyone
   }
   void push(std::function<llvm::Error()> work) {
     int threads = omp_get_max_threads();
@@ -112,6 +124,7 @@ private:
     int threads;
   };
   void loop() {
+    onWorker = true;
 #if defined(__SSE__)
     auto ftz = [] { _mm_setcsr(_mm_getcsr() | 0x8040); }; // FTZ | DAZ, as CpuDevice's threads
     ftz();
@@ -139,6 +152,7 @@ private:
       idle_.notify_all();
     }
   }
+  std::function<void(Worker *)> forget_;
   mutable std::mutex mu_;
   mutable std::condition_variable idle_;
   std::condition_variable wake_;
@@ -188,29 +202,8 @@ struct StrictCpuDevice::Streams {
   std::vector<Worker *> made; // by createStream, still alive
 };
 
-namespace {
-/// A stream createStream hands out: unregisters itself when destroyed.
-class OwnedWorker final : public Stream {
-public:
-  OwnedWorker(std::function<void(StrictCpuDevice::Worker *)> forget)
-      : worker_(std::make_unique<StrictCpuDevice::Worker>()), forget_(std::move(forget)) {}
-  ~OwnedWorker() override {
-    worker_->drain();
-    forget_(worker_.get());
-  }
-  StrictCpuDevice::Worker &worker() { return *worker_; }
-  void wait(const Event &event) override { worker_->wait(event); }
-  void synchronize() override { worker_->synchronize(); }
-  bool query() const override { return worker_->query(); }
-
-private:
-  std::unique_ptr<StrictCpuDevice::Worker> worker_;
-  std::function<void(StrictCpuDevice::Worker *)> forget_;
-};
-} // namespace
-
 StrictCpuDevice::StrictCpuDevice()
-    : allocations_(std::make_unique<Allocations>()), streams_(std::make_unique<Streams>()),
+    : allocations_(std::make_unique<Allocations>()), streams_(std::make_shared<Streams>()),
       worker_(std::make_unique<Worker>()) {}
 
 llvm::Error StrictCpuDevice::launch(std::function<llvm::Error()> work) {
@@ -224,21 +217,27 @@ llvm::Error StrictCpuDevice::takeError() { return worker_->takeError(/*wait=*/fa
 Stream &StrictCpuDevice::defaultStream() { return *worker_; }
 
 std::unique_ptr<Stream> StrictCpuDevice::createStream() {
-  auto made = std::make_unique<OwnedWorker>([streams = streams_.get()](Worker *w) {
+  auto made = std::make_unique<Worker>([streams = streams_](Worker *w) { // shared: the device may go first
     std::lock_guard<std::mutex> lock(streams->mu);
     streams->made.erase(std::find(streams->made.begin(), streams->made.end(), w));
   });
   std::lock_guard<std::mutex> lock(streams_->mu);
-  streams_->made.push_back(&made->worker());
+  streams_->made.push_back(made.get());
   return made;
 }
 
 std::unique_ptr<Event> StrictCpuDevice::createEvent() { return std::make_unique<StrictEvent>(); }
 
 void StrictCpuDevice::synchronize() {
+  if (onWorker) // a kernel's own copy: its stream runs in order, and waiting for another could close a cycle
+    return;
   worker_->drain();
-  std::lock_guard<std::mutex> lock(streams_->mu);
-  for (Worker *w : streams_->made)
+  std::vector<Worker *> made;
+  {
+    std::lock_guard<std::mutex> lock(streams_->mu); // not held while waiting: their work may copy too
+    made = streams_->made;
+  }
+  for (Worker *w : made)
     w->drain();
 }
 

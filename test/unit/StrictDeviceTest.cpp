@@ -130,11 +130,14 @@ TEST(StrictDevice, EventsAndStreamWaitsFollowTheQueue) {
   after->record(device->defaultStream());
   auto other = device->createStream();
   other->wait(*after);
+  auto onOther = device->createEvent(); // behind the wait on the other stream
+  onOther->record(*other);
   EXPECT_TRUE(before->query()); // recorded before the held kernel
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(after->query());
   EXPECT_FALSE(device->defaultStream().query());
   EXPECT_FALSE(other->query()); // waits behind the held kernel
+  EXPECT_FALSE(onOther->query());
   {
     std::lock_guard<std::mutex> lock(mu);
     released = true;
@@ -142,7 +145,7 @@ TEST(StrictDevice, EventsAndStreamWaitsFollowTheQueue) {
   cv.notify_all();
   after->synchronize();
   EXPECT_TRUE(after->query());
-  other->synchronize();
+  onOther->synchronize();
   EXPECT_TRUE(other->query());
   EXPECT_FALSE(device->finishWork());
 }

@@ -1,6 +1,6 @@
 """Sets `partita inspect`'s predicted memory lines beside `launch --memory`'s measured ones.
 
-usage: memory_check.py MODEL.onnx PLAN_DIR INSPECT_OUT LAUNCH_OUT
+usage: memory_check.py MODEL.onnx PLAN_DIR INSPECT_OUT LAUNCH_OUT [ONE_MICRO_BATCH | OFFLOAD]
 
 Per rank: every category and the peak as predicted and as measured agree
 within 5%; the optimizer states are exactly AdamW's two fp32 moments (and
@@ -25,6 +25,10 @@ model, plan_dir, inspect_out, launch_out = sys.argv[1:5]
 # backward's outputs, 2 or 4 bytes per parameter (at --zero 1 the rank's part of each), nothing summed
 # (ZeRO's 2 + 2 + 12 exactly; ZeRO-1 keeps whole sums only over several micro-batches).
 one_micro_batch = sys.argv[5:] == ["ONE_MICRO_BATCH"]
+# With OFFLOAD (inspect and launch --offload-optimizer, launched on cpu-strict, whose --memory counts
+# the device's memory apart from the host's) the device holds no optimizer states: the moments and
+# masters are the host's.
+offload = sys.argv[5:] == ["OFFLOAD"]
 plan = json.load(open(f"{plan_dir}/plan.json"))
 mesh = {a["name"]: a["size"] for a in plan["mesh"]}
 tp, dp = mesh.get("tp", 1), mesh.get("dp", 1)
@@ -40,6 +44,8 @@ for p, layout in zip(plan["params"], plan["param_layouts"]):
     moments += (3 if half else 2) * 4 * part
     params += (2 if half else 4) * (math.ceil(n / dp) if zero >= 3 else n)
     grads += (2 if half else 4) * part
+if offload:
+    moments = 0
 
 LINE = re.compile(r"memory of rank (\d+) \((predicted|measured), MB\): (.*); peak [0-9.]+ \((\d+) bytes\)")
 
