@@ -5,10 +5,10 @@
 namespace partita::rt {
 
 void printMemoryLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, const MemoryLedger::Bytes &bytes,
-                     size_t peak) {
+                     size_t peak, llvm::StringRef what) {
   std::string line;
   llvm::raw_string_ostream s(line);
-  s << "memory of rank " << rank << " (" << how << ", MB):";
+  s << what << " " << rank << " (" << how << ", MB):";
   for (size_t c = 0; c < kMemoryCategories; ++c)
     s << (c ? ", " : " ") << memoryCategoryName(static_cast<MemoryCategory>(c)) << " "
       << llvm::format("%.6f", static_cast<double>(bytes[c]) / 1e6);

@@ -8,6 +8,9 @@
 // see MemoryLedger.h), the most in flight at once (measured) or their bound,
 // a step's sends (predicted):
 //   pipeline send copies of rank 0 (measured, MB): at most 0.008192 in flight
+// Under optimizer offload, on a device apart from the host, launch also
+// prints what the step keeps in host memory, by the same categories:
+//   host of rank 0 (measured, MB): parameters ..., optimizer states ...
 //===----------------------------------------------------------------------===//
 #pragma once
 #include "runtime/core/MemoryLedger.h"
@@ -15,9 +18,10 @@
 
 namespace partita::rt {
 
-/// `bytes` by category, and the total they make as the peak.
+/// `bytes` by category, and the total they make as the peak; `what` and
+/// the rank begin the line.
 void printMemoryLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, const MemoryLedger::Bytes &bytes,
-                     size_t peak);
+                     size_t peak, llvm::StringRef what = "memory of rank");
 /// The pipeline send copies' line.
 void printSendCopiesLine(llvm::raw_ostream &os, int rank, llvm::StringRef how, size_t bytes);
 

@@ -425,6 +425,11 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     printMemoryLine(llvm::outs(), session_.rank(), "measured", ledger.atPeak(), ledger.peak());
     if (plan_.stages() > 1)
       printSendCopiesLine(llvm::outs(), session_.rank(), "measured", ledger.sendCopiesPeak());
+    // The step's share in host memory (on cpu it is the device's, counted above).
+    if (session_.offloadsOptimizer() && !session_.device().sharesHostMemory()) {
+      const MemoryLedger &host = session_.optimizerDevice().ledger();
+      printMemoryLine(llvm::outs(), session_.rank(), "measured", host.atPeak(), host.peak(), "host of rank");
+    }
   }
   for (const StageRun &c : chunks_)
     if (auto err = c.writeParameters(outDir))

@@ -44,6 +44,7 @@ for p, layout in zip(plan["params"], plan["param_layouts"]):
     moments += (3 if half else 2) * 4 * part
     params += (2 if half else 4) * (math.ceil(n / dp) if zero >= 3 else n)
     grads += (2 if half else 4) * part
+host_moments = moments
 if offload:
     moments = 0
 
@@ -79,5 +80,12 @@ for r in sorted(set(predicted) & set(measured)):
     if not good:  # what differs, for a failure's log
         print(f"rank {r}: {worstName} predicted {pc[worstName]:.0f} bytes, measured {mc[worstName]:.0f}; predicted "
               f"{predicted[r][0]}, measured {measured[r][0]}")
+if offload:  # the moments and masters the device no longer holds are the host's, by the same formula
+    HOST = re.compile(r"host of rank (\d+) \(measured, MB\): .*optimizer states ([0-9.]+)")
+    host = {int(m.group(1)): float(m.group(2)) * 1e6 for m in HOST.finditer(open(launch_out).read())}
+    good = sorted(host) == list(range(plan["world_size"])) and all(abs(b - host_moments) < 1 for b in host.values())
+    ok &= good
+    print(f"host optimizer states {sorted(set(round(b) for b in host.values()))} bytes, the formula {host_moments} "
+          f"{'ok' if good else 'WRONG'}")
 print("memory check: " + ("ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)
