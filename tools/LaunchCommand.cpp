@@ -845,6 +845,8 @@ static llvm::Error runPipelined(rt::Session &session, rt::Program &forward, Micr
       auto ran = forward.run(feeds);
       if (!ran)
         return ran.takeError();
+      if (auto err = session.device().finishWork()) // a kernel's failure, before its outputs are used
+        return err;
       if (!writer || i + 1 < repeat)
         continue;
       for (size_t o = 0; o < plan.outputs.size(); ++o)

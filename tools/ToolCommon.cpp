@@ -93,11 +93,15 @@ llvm::Expected<RunResult> runLoaded(rt::Program &program, rt::Device &device, co
   if (opts.repeat > 1) { // warm-up (oneDNN JIT, first-touch pages), not timed
     if (auto err = rt::runStep(schedule, run))
       return std::move(err);
+    if (auto err = device.finishWork())
+      return std::move(err);
     program.clearProfile();
   }
   for (int i = 0; i < opts.repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
     if (auto err = rt::runStep(schedule, run))
+      return std::move(err);
+    if (auto err = device.finishWork()) // timed to its end (a queueing device returns at launch)
       return std::move(err);
     result.millis.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }

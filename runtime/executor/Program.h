@@ -58,8 +58,17 @@ public:
 
   /// Runs once. `inputs` are device views by graph input name, checked against
   /// the program's dtypes and shapes; returns views of the output buffers
-  /// (valid until the next run).
+  /// (valid until the next run). On a device that queues its work the run
+  /// returns once its kernels are launched, not done: work launched after it
+  /// on the compute stream, a copy (which waits for the device) or
+  /// completion() orders after them, and a kernel's failure shows at the
+  /// device's next finishWork() (the training loop calls it once a step) or
+  /// at a later run, whichever comes first.
   llvm::Expected<std::vector<TensorView>> run(const llvm::StringMap<TensorView> &inputs);
+  /// Recorded on the compute stream at the end of the last run: complete
+  /// once its results are written (null before a run, or on a device whose
+  /// work is done when launched).
+  const Event *completion() const { return done_.get(); }
 
   const ProgramStats &stats() const { return stats_; }
   /// The device the program runs on (its buffers are that device's memory).
@@ -186,6 +195,7 @@ private:
   /// On a device that queues its work: recorded on its compute stream before
   /// each communicating kernel, which follows it (KernelContext::ready).
   std::unique_ptr<Event> ready_;
+  std::unique_ptr<Event> done_; // completion()
   const RuntimeEnv *env_ = nullptr;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;

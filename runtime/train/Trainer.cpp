@@ -356,6 +356,11 @@ llvm::Error TrainingRun::trainAll(llvm::StringRef outDir) {
     skipped_ = false;
     if (auto err = runStep(*schedule_, *this))
       return err;
+    // The step is done when the devices are (a queueing one returns at launch): its
+    // time, and a kernel's failure, known here at the latest.
+    for (Device *d : {&session_.device(), &session_.optimizerDevice()})
+      if (auto err = d->finishWork())
+        return err;
     trace_.slice("step", step_, "step", stepStart, Clock::now());
     TrainProgress &progress = state_.progress;
     progress.step = step_;

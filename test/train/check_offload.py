@@ -57,7 +57,8 @@ def same_files(a, b, case):
 
 
 def optimizer_states(stdout):
-    return [float(m) for m in re.findall(r"optimizer states ([0-9.]+)", stdout)]
+    """The device's optimizer states per rank (launch --memory's lines; not the host's)."""
+    return [float(m) for m in re.findall(r"memory of rank \d+ \(measured, MB\):[^\n]*?optimizer states ([0-9.]+)", stdout)]
 
 
 for name, ranks, cflags, lflags in CASES:
