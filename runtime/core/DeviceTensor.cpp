@@ -43,6 +43,16 @@ llvm::Expected<DeviceTensor> DeviceTensor::allocate(Device &device, DType dtype,
   return std::move(t);
 }
 
+DeviceTensor DeviceTensor::adopt(Device &device, const TensorView &v, MemoryCategory category) {
+  DeviceTensor t;
+  t.view_ = v;
+  t.owner_ = &device;
+  t.charge_.setLedger(device.ledger());
+  t.charge_.setCategory(category);
+  t.charge_.resize(v.bytes());
+  return t;
+}
+
 llvm::Expected<DeviceTensor> DeviceTensor::zeros(Device &device, DType dtype, const Shape &shape,
                                                  MemoryCategory category, const llvm::Twine &what) {
   auto t = allocate(device, dtype, shape, category, what);

@@ -37,6 +37,9 @@ public:
   /// own bytes (which must outlive this, unchanged); elsewhere a copy.
   static llvm::Expected<DeviceTensor> upload(Device &device, const Tensor &host, MemoryCategory category,
                                              const llvm::Twine &what);
+  /// Takes over `v`'s memory (device.allocate()'d, by someone who gives it
+  /// up: Program::releaseWeight), charged to `category` from now on.
+  static DeviceTensor adopt(Device &device, const TensorView &v, MemoryCategory category);
   /// A device copy of the device bytes of `v`.
   static llvm::Expected<DeviceTensor> copyOf(Device &device, const TensorView &v, MemoryCategory category,
                                              const llvm::Twine &what);

@@ -33,8 +33,9 @@ llvm::Expected<std::shared_ptr<void>> allocateArena(Device &device, size_t bytes
 } // namespace
 
 Program::~Program() {
-  for (void *p : statics_)
-    device_.deallocate(p);
+  for (size_t i = 0; i < statics_.size(); ++i)
+    if (i >= releasedStatic_.size() || !releasedStatic_[i])
+      device_.deallocate(statics_[i]);
   for (void *p : outputBlocks_)
     device_.deallocate(p);
   for (size_t i = 0; i < outputBuffers_.size(); ++i)
@@ -428,13 +429,19 @@ llvm::Error Program::allocateRunBuffers() {
   return llvm::Error::success();
 }
 
-void Program::setWeightCategory(llvm::StringRef name, MemoryCategory c) {
+llvm::Expected<TensorView> Program::releaseWeight(llvm::StringRef name) {
   auto it = staticByName_.find(name);
-  if (it == staticByName_.end())
-    return;
+  auto at = it == staticByName_.end() ? statics_.end() : std::find(statics_.begin(), statics_.end(), it->second.data);
+  if (at == statics_.end())
+    return loadError("the program has no weight '" + name + "' to hand over");
+  size_t index = static_cast<size_t>(at - statics_.begin());
+  releasedStatic_.resize(statics_.size());
+  if (releasedStatic_[index])
+    return loadError("weight '" + name + "' was handed over already");
+  releasedStatic_[index] = true;
   size_t bytes = it->second.bytes();
   staticsCharge_.resize(staticsCharge_.bytes() - std::min(bytes, staticsCharge_.bytes()));
-  recategorized_.emplace_back(device_.ledger(), c, bytes);
+  return it->second;
 }
 
 void Program::setOutputCategory(MemoryCategory c) {

@@ -80,9 +80,12 @@ public:
   /// activations. An output gets its buffer at the first run, unless
   /// bindOutput gave it one before.
   void setOutputCategory(MemoryCategory c);
-  /// Charges weight `name` (a static tensor) to category `c` rather than
-  /// Parameters (mixed precision's master copies: optimizer states).
-  void setWeightCategory(llvm::StringRef name, MemoryCategory c);
+  /// Hands weight `name` (a static tensor) over to the caller, who frees it
+  /// (with this program's device) and charges it from now on; the program
+  /// keeps computing on it where it lies (the training state owns the
+  /// parameters so: TrainState::adopt). An error when there is no such
+  /// weight or it was handed over already.
+  llvm::Expected<TensorView> releaseWeight(llvm::StringRef name);
   /// The bytes its kernels keep between runs in category `c` (staging:
   /// communication; reordered weights: workspace): what they charge to the
   /// ledger once they have run.
@@ -209,7 +212,7 @@ private:
   std::vector<void *> outputBlocks_; // output buffers laid back to back for one step (a bucket)
   std::vector<MemoryCharge> outputBlockCharges_;
   MemoryCharge staticsCharge_{MemoryCategory::Parameters, 0};
-  std::vector<MemoryCharge> recategorized_; // statics setWeightCategory moved out of staticsCharge_
+  std::vector<bool> releasedStatic_; // by statics_ index: handed over by releaseWeight (not freed here)
   MemoryCategory outputCategory_ = MemoryCategory::Activations;
   llvm::Error allocateRunBuffers(); // the output buffers and the arena: what a run needs that load does not make
   std::shared_ptr<void> arena_; // shared with the programs of shareArena; made at the first run

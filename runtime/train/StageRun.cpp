@@ -90,7 +90,6 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
     // Mixed precision: the step's float32 master copy is what training wrote.
     const TensorView *master = p_.step->staticTensor(optimizer_io::master(paramNames_[i]));
     written_.push_back(master ? master : stepParams[i]);
-    p_.step->setWeightCategory(optimizer_io::master(paramNames_[i]), MemoryCategory::OptimizerStates);
   }
   for (const auto &c : feeds.constants) {
     // The loss scale changes between steps (setLossScale): a device copy of its own.
@@ -128,9 +127,9 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
                   "' with another stage, but does not update it");
     shared_.push_back(static_cast<size_t>(it - paramNames_.begin()));
   }
-  // The moments are the state's (it allocates and owns them, where the step
-  // runs); the weights and masters are the programs' static buffers (or the
-  // offload's host copies), registered with it.
+  // The state owns the moments (it allocates them where the step runs) and
+  // takes over the weights and masters from the programs that compute on
+  // them; the offload's host copies of fp32 weights stay the offload's.
   Device &opt = session_.optimizerDevice();
   auto adam = AdamWState::create(opt, *p_.step, paramNames_, stepParams, plan_.optimizer,
                                  [&](size_t i, bool second, const TensorType &type) {
@@ -141,11 +140,21 @@ llvm::Error StageRun::prepare(const ForwardFeeds &feeds, TrainState &state) {
     return adam.takeError();
   adam_.emplace(std::move(*adam));
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (auto err = state.add(paramIndex_[i], StateKind::Weight, *written_[i], &opt))
-      return err;
-    if (written_[i] != params_[i]) // a master or host copy: the forward's weight is a copy of it
-      if (auto err = state.add(paramIndex_[i], StateKind::HalfWeight, *params_[i], &session_.device()))
+    const std::string &name = paramNames_[i];
+    if (p_.step->staticTensor(optimizer_io::master(name))) {
+      auto master = state.adopt(paramIndex_[i], StateKind::Weight, *p_.step, optimizer_io::master(name),
+                                MemoryCategory::OptimizerStates);
+      if (!master)
+        return master.takeError();
+    } else if (written_[i] != params_[i]) { // the offload's host copy
+      if (auto err = state.add(paramIndex_[i], StateKind::Weight, *written_[i], &opt))
         return err;
+    }
+    // The forward's weight: the parameter itself, or a copy of the master or host one.
+    auto forward = state.adopt(paramIndex_[i], written_[i] == params_[i] ? StateKind::Weight : StateKind::HalfWeight,
+                               fwd, name, MemoryCategory::Parameters);
+    if (!forward)
+      return forward.takeError();
   }
   auto grads =
       GradientAccumulator::create(session_.device(), hasLoss_ ? &fwd : nullptr, bwd, std::move(gradOutputs), std::move(numel), microBatches_);

@@ -52,4 +52,15 @@ llvm::Expected<TensorView> TrainState::allocate(size_t param, StateKind kind, co
   return view;
 }
 
+llvm::Expected<TensorView> TrainState::adopt(size_t param, StateKind kind, Program &program, llvm::StringRef weight,
+                                             MemoryCategory category) {
+  auto view = program.releaseWeight(weight);
+  if (!view)
+    return view.takeError();
+  owned_.push_back(DeviceTensor::adopt(program.device(), *view, category));
+  if (auto err = add(param, kind, *view, &program.device()))
+    return std::move(err);
+  return *view;
+}
+
 } // namespace partita::rt

@@ -6,11 +6,11 @@
 // next step reads that an earlier step wrote: per parameter of each model
 // chunk its weight (the fp32 master copy under mixed precision), its two
 // AdamW moments and, under mixed precision, its half copy (the master's
-// rounding). The moments are device memory this object allocates and owns
-// (the step program updates them in place); the weights and master copies
-// are the programs' own static buffers (the forward's weights, the step's
-// masters: the programs are loaded with them and compute on them in place),
-// registered here. Each tensor is registered with where it lies in its whole
+// rounding). It owns them: the moments are memory it allocates, the
+// weights and master copies the programs' static buffers it takes over once
+// they are loaded (the programs go on computing on them in place); under
+// optimizer offload the step's host copies of fp32 weights stay
+// OptimizerOffload's, registered here. Each tensor is registered with where it lies in its whole
 // tensor (StatePlacement.h), so a checkpoint can write the state out and read
 // it back whole, under this layout or any other (runtime/checkpoint/). The learning-rate schedule's
 // position is the number of updates; the sampler's, the sequences drawn.
@@ -21,6 +21,7 @@
 #include "runtime/core/Device.h"
 #include "runtime/core/DeviceTensor.h"
 #include "runtime/core/TensorView.h"
+#include "runtime/executor/Program.h"
 #include "runtime/train/LossScaler.h"
 #include <map>
 #include <optional>
@@ -71,6 +72,11 @@ public:
   /// of `type` in memory of `on` (null: device()) that it owns (charged as
   /// optimizer states), registers it, and returns its view.
   llvm::Expected<TensorView> allocate(size_t param, StateKind kind, const TensorType &type, Device *on = nullptr);
+  /// Takes over `program`'s weight `weight` (Program::releaseWeight: the
+  /// program goes on computing on it in place), charged to `category`, and
+  /// registers it as this rank's `kind` of parameter plan.params[param].
+  llvm::Expected<TensorView> adopt(size_t param, StateKind kind, Program &program, llvm::StringRef weight,
+                                   MemoryCategory category);
   const std::vector<StateTensor> &tensors() const { return tensors_; }
   const Plan &plan() const { return *plan_; }
   Device &device() const { return *device_; }

@@ -170,3 +170,42 @@ TEST(StrictDevice, WaitingForAnEventSeesTheKernelsBeforeIt) {
   EXPECT_EQ(*bytes, 42.0f); // through the kernels' alias, as a device-aware collective reads it
   device->deallocate(buffer);
 }
+
+// Program::releaseWeight hands a weight over (TrainState::adopt takes the
+// training state's parameters so): the program goes on computing on it in
+// place, no longer charges it, and does not free it; DeviceTensor::adopt
+// charges and frees it instead. Handing it over twice, or a weight the
+// program lacks, is an error naming it.
+TEST(StrictDevice, AProgramHandsAWeightOver) {
+  auto g = parseGraph(R"(graph @g(%x: f32[2]) opset 17 {
+  %w = Weight() {name = "w"} : f32[2]
+  %y = Mul(%x, %w) : f32[2]
+  return %y
+})",
+                      "<test>");
+  ASSERT_TRUE(static_cast<bool>(g));
+  auto device = strictDevice();
+  auto params = [&] { return device->ledger().current()[static_cast<size_t>(MemoryCategory::Parameters)]; };
+  auto p = Program::load(**g, *device, nullptr, /*readWeights=*/false); // its bytes copied in below
+  ASSERT_TRUE(static_cast<bool>(p)) << llvm::toString(p.takeError());
+  const size_t held = params();
+  const float w[2] = {2.0f, -3.0f};
+  device->copyFromHost((*p)->staticTensor("w")->data, w, sizeof w);
+  auto view = (*p)->releaseWeight("w");
+  ASSERT_TRUE(static_cast<bool>(view)) << llvm::toString(view.takeError());
+  EXPECT_EQ(view->data, (*p)->staticTensor("w")->data);
+  EXPECT_EQ(params(), held - sizeof w); // the program no longer charges it
+  EXPECT_EQ(llvm::toString((*p)->releaseWeight("w").takeError()), "weight 'w' was handed over already");
+  EXPECT_EQ(llvm::toString((*p)->releaseWeight("v").takeError()), "the program has no weight 'v' to hand over");
+  {
+    DeviceTensor owned = DeviceTensor::adopt(*device, *view, MemoryCategory::Parameters);
+    EXPECT_EQ(params(), held);
+    auto x = DeviceTensor::upload(*device, Tensor::fromDoubles(DType::F32, {2}, {1, 1}), MemoryCategory::Activations, "x");
+    ASSERT_TRUE(static_cast<bool>(x));
+    auto outs = (*p)->run({{"x", x->view()}});
+    ASSERT_TRUE(static_cast<bool>(outs)) << llvm::toString(outs.takeError());
+    EXPECT_EQ(downloadScalar(*device, device->offset((*outs)[0].data, 4)), -3.0f); // computed on it in place
+  }
+  EXPECT_EQ(params(), held - sizeof w); // freed with its new owner
+  p->reset(); // and not again by the program (cpu-strict stops a second free of an address)
+}
